@@ -1,0 +1,52 @@
+# slidelimit — the two commands a newcomer runs are `make compare` and `make test`.
+# Tools are pinned and run with `go run`, so a fresh machine needs only Go.
+
+STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
+BENCHSTAT   := golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9c6c9d4da
+FUZZTIME    ?= 10s
+LONGFUZZ    ?= 5m
+PKGS        := ./...
+
+.PHONY: test lint unit race386 fuzz-short fuzz bench compare
+
+## test: every check CI runs (format, vet, staticcheck, race tests, 32-bit, short fuzz).
+test: lint unit race386 fuzz-short
+
+lint:
+	@echo "== gofmt"; out="$$(gofmt -l . )"; if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	@echo "== go vet"; go vet $(PKGS)
+	@echo "== staticcheck"; go run $(STATICCHECK) $(PKGS)
+	@if [ -f bench/go.mod ]; then echo "== bench module: vet + staticcheck"; cd bench && go vet ./... && go run $(STATICCHECK) ./...; fi
+
+unit:
+	@echo "== go test -race -shuffle=on"
+	go test -race -shuffle=on -count=1 $(PKGS)
+	@if [ -f bench/go.mod ]; then echo "== bench module tests (race, one iteration of each benchmark)"; \
+		cd bench && go test -race -count=1 -run . -bench . -benchtime=1x ./...; fi
+
+race386:
+	@echo "== GOARCH=386"
+	GOARCH=386 go test -count=1 $(PKGS)
+
+# Every Fuzz target in fuzz/ for a short bounded time (FUZZTIME each).
+fuzz-short:
+	@for t in $$(go test -list '^Fuzz' ./fuzz/ | grep '^Fuzz'); do \
+		echo "== fuzz $$t ($(FUZZTIME))"; \
+		go test -run='^$$' -fuzz="^$$t$$" -fuzztime=$(FUZZTIME) ./fuzz/ || exit 1; \
+	done
+
+## fuzz: the same targets for longer (LONGFUZZ each).
+fuzz:
+	$(MAKE) fuzz-short FUZZTIME=$(LONGFUZZ)
+
+## bench: the library's own benchmarks, -count 10, then benchstat.
+bench:
+	@mkdir -p docs/results
+	go test -run='^$$' -bench=. -benchmem -count=10 -cpu=1,2,8 ./... | tee docs/results/lib-bench.txt
+	go run $(BENCHSTAT) docs/results/lib-bench.txt
+
+## compare: accuracy and speed side by side with the peers (see bench/).
+compare:
+	@if [ -x bench/compare.sh ]; then cd bench && ./compare.sh; \
+	else echo "bench/ not present yet: running the library's own benchmarks once"; \
+		go test -run='^$$' -bench=. -benchmem -count=1 ./...; fi

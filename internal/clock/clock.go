@@ -1,0 +1,105 @@
+// Package clock converts instants to the integer nanosecond offsets the
+// limiters compute with, and implements the blocking Wait loop they share.
+//
+// A limiter records a Base when it is created. Instants are measured from it
+// with time.Time.Sub, so two instants that both carry a monotonic clock
+// reading (anything from time.Now) are compared on the monotonic clock, and
+// instants built by hand (time.Unix, time.Date) are compared on the wall
+// clock, exactly as time.Time.Sub does. Offsets saturate at the int64 range
+// instead of overflowing.
+package clock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Base is the instant a limiter measures time from. The zero Base is not
+// valid; use NewBase.
+type Base struct {
+	t time.Time
+}
+
+// NewBase returns a Base at the current instant, with a monotonic reading.
+func NewBase() Base { return Base{t: time.Now()} }
+
+// Offset returns now - b in nanoseconds, saturated to the int64 range.
+func (b Base) Offset(now time.Time) int64 { return int64(now.Sub(b.t)) }
+
+// Now returns the current offset from b, read on the monotonic clock. It is
+// cheaper than Offset(time.Now()) because it reads only the monotonic clock.
+func (b Base) Now() int64 { return int64(time.Since(b.t)) }
+
+// Time converts an offset back to an instant.
+func (b Base) Time(off int64) time.Time { return b.t.Add(time.Duration(off)) }
+
+// Waiter is what Wait needs of a limiter.
+type Waiter interface {
+	AllowN(now time.Time, n int) bool
+	ReadyAt(now time.Time, n int) (time.Time, bool)
+}
+
+// ErrNeverReady is wrapped by the error Wait returns when n can never be
+// admitted (n < 0, or n above the limit).
+var ErrNeverReady = errors.New("request can never be admitted")
+
+// ErrDeadline is wrapped by the error Wait returns when the context's
+// deadline falls before the instant n could be admitted.
+var ErrDeadline = errors.New("would exceed context deadline")
+
+// Wait blocks until l admits n at the current time, ctx is done, or it is
+// clear that ctx's deadline falls before l could admit n. pkg prefixes the
+// returned errors ("ring", "window", ...). It returns nil on admission, the
+// context's error when ctx is done first, and an error wrapping ErrNeverReady
+// or ErrDeadline when waiting cannot succeed; in every error case nothing is
+// admitted.
+//
+// Each round tries AllowN; when refused it asks ReadyAt when n would fit if
+// nothing else were admitted, sleeps until then on a timer, and tries again:
+// a concurrent caller may have taken the room, in which case it waits again.
+// Under testing/synctest the timer and the clock are the bubble's fake ones.
+func Wait(ctx context.Context, pkg string, l Waiter, n int) error {
+	if n == 0 {
+		return nil
+	}
+	var timer *time.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		now := time.Now()
+		if l.AllowN(now, n) {
+			return nil
+		}
+		at, ok := l.ReadyAt(now, n)
+		if !ok {
+			return fmt.Errorf("%s: WaitN(n=%d): %w", pkg, n, ErrNeverReady)
+		}
+		if dl, has := ctx.Deadline(); has && dl.Before(at) {
+			return fmt.Errorf("%s: WaitN(n=%d) must wait until %v: %w", pkg, n, at.Sub(now), ErrDeadline)
+		}
+		d := at.Sub(now)
+		if d <= 0 {
+			// ReadyAt says now, but AllowN refused: another caller took
+			// the room between the two calls. Try again at once.
+			continue
+		}
+		if timer == nil {
+			timer = time.NewTimer(d)
+		} else {
+			timer.Reset(d)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-timer.C:
+		}
+	}
+}
