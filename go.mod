@@ -1,8 +1,3 @@
 module github.com/slidelimit/slidelimit
 
 go 1.26
-
-require (
-	github.com/puzpuzpuz/xsync/v3 v3.5.1 // indirect
-	github.com/stretchr/testify v1.12.1 // indirect
-)
