@@ -1,11 +1,55 @@
 // Package slidelog is the lock-free exact sliding log behind ring (one rule)
-// and multi's exact flavour (several rules). See docs/ring.md.
+// and multi's exact flavour (several rules). docs/ring.md has the proofs.
 //
-// STUB: the signatures are final; the implementation lands in the next commit.
+// # Model
+//
+// The log records one timestamp (a stamp) per unit of admitted cost, in
+// admission order: an admission of cost n at instant t appends n stamps equal
+// to t. Stamps never decrease along the log. Rule i (limit L_i, window W_i)
+// admits n at t iff the cost stamped in (t-W_i, t] plus n is at most L_i.
+// Because stamps are sorted, that is one comparison: with h stamps so far,
+// the rule admits iff the stamp at index h+n-1-L_i (the one L_i-n+1 places
+// back) is at most t-W_i, or does not exist. Only the last L = max(L_i)
+// stamps can ever be consulted, so they live in a ring of L words.
+//
+// # Concurrency protocol
+//
+// State is a head counter and the ring. The head holds the index of the next
+// stamp as (cycle<<32 | pos), pos in [0, L): slot pos of the ring holds the
+// stamp of index cycle*L+pos. Every slot word carries, beside its stamp, the
+// parity of the cycle that wrote it (the lap bit), so a reader that expects
+// index j in slot j%L can tell whether the slot holds j or a stamp one lap
+// older; the tag is enough because a slot is only consulted within one lap of
+// the head, and a stale reader is caught by a compare-and-swap (stamps in one
+// slot strictly increase from lap to lap, so no value ever repeats).
+//
+// An admission of cost 1 at head h is one compare-and-swap on slot h%L, from
+// the stamp of index h-L to (lap(h), t): it claims the index and publishes
+// its stamp in one step, which is the linearization point. The CAS can only
+// succeed while the head is still h, so everything the caller read after
+// loading the head (the predecessor's stamp that t is clamped to, the stamps
+// the rules check) was read in that same state. The head is then advanced by
+// anyone: the owner, or any caller that finds slot h%L already claimed.
+//
+// An admission of cost n >= 2 claims slot h%L with a busy marker (busy bit,
+// lap, cycle, n) instead of a stamp, then writes slots h+1 .. h+n-1, advances the
+// head by n, and replaces the marker by the batch's stamp. Every step can be
+// done by any caller that meets the marker, so a claimant descheduled halfway
+// cannot stall anyone: the marker says how far the batch reaches, and the
+// batch's stamp is whatever value first lands in slot h+1 (each helper offers
+// its own clamped instant, which also satisfies the batch's check, so the
+// batch may be stamped at a helper's instant rather than the claimant's).
+// Readers treat a marker as its batch's stamp, read from the next slot.
+//
+// A refused call only loads; it writes nothing shared.
 package slidelog
 
+import (
+	"sync/atomic"
+)
+
 // Rule is one (limit, window) pair; window is in nanoseconds. Callers validate
-// rules (limit >= 1, window >= 1, limit <= MaxLimit, window <= MaxWindow).
+// rules: 1 <= Limit <= MaxLimit and 1 <= Window <= MaxWindow.
 type Rule struct {
 	Limit  int64
 	Window int64
@@ -17,23 +61,430 @@ const MaxLimit = 1 << 30
 // MaxWindow is the largest window in nanoseconds (about 36 years).
 const MaxWindow = 1 << 60
 
+// Slot word layout (high to low):
+//
+//	bit 63      busy: the slot holds a batch marker, not a stamp
+//	bit 62      lap: parity of the cycle of the index the slot holds
+//	bits 0..61  the stamp; for a busy marker, the low 32 bits of the cycle
+//	            of the batch's first index (bits 30..61) and n-1 (bits 0..29)
+//
+// The cycle in a marker makes every marker unique to its index (a later batch
+// in the same slot, whatever its cost, carries another cycle), so markers,
+// like stamps, never repeat in a slot and compare-and-swap on them is free of
+// ABA.
+//
+// Stamps are instants shifted by stampBias and clamped to [1, maxStamp]:
+// about 73 years either side of the owner's base. Stamp 0 means "no admission
+// ever", which is outside every window.
+const (
+	busyBit   = uint64(1) << 63
+	lapBit    = uint64(1) << 62
+	valueMask = lapBit - 1
+	stampBias = int64(1) << 61
+	maxStamp  = int64(valueMask)
+
+	posMask    = uint64(1)<<32 - 1
+	costBits   = 30
+	costMask   = uint64(1)<<costBits - 1
+	markCycles = uint64(1)<<32 - 1
+)
+
+// markerFor returns the busy marker of a batch of cost n claimed at index h.
+func markerFor(h uint64, n int64) uint64 {
+	return busyBit | lapOf(h) | (h>>32&markCycles)<<costBits | uint64(n-1)
+}
+
+// isMarkerOf reports whether slot value v is the marker of a batch at index j.
+func isMarkerOf(v, j uint64) bool {
+	return v&busyBit != 0 && (v&valueMask)>>costBits == j>>32&markCycles
+}
+
+// markerCost returns the cost of the batch a marker announces.
+func markerCost(v uint64) uint64 { return v&costMask + 1 }
+
 // Log is the shared state. Instants are int64 nanosecond offsets from the
 // owner's clock.Base; any int64 is accepted (out-of-range values saturate).
-type Log struct{}
+// A Log is safe for concurrent use; it must not be copied after first use.
+type Log struct {
+	// head is the index of the next stamp, as cycle<<32 | pos. It only
+	// grows; it is advanced with compare-and-swap by whoever finds the slot
+	// at head already claimed.
+	head atomic.Uint64
+	// size is the ring length L, the largest limit. Immutable.
+	size uint64
+	// minLimit is the smallest limit: no n above it can ever be admitted.
+	minLimit int64
+	// maxWindow is the longest window, for IdleAt. Immutable.
+	maxWindow int64
+	// rules are immutable after New.
+	rules []Rule
+	// slots holds the stamps of the last size indices; see the layout above.
+	// A slot is written only by compare-and-swap.
+	slots []atomic.Uint64
+}
 
 // New returns a log for the rules, with a ring sized for the largest limit.
-func New(rules []Rule) *Log { panic("todo") }
+// The rules must be valid (see Rule); New panics otherwise, because that is a
+// programmer error in the calling package.
+func New(rules []Rule) *Log {
+	l := new(Log)
+	l.Init(rules)
+	return l
+}
 
-// AllowN admits n at now iff every rule admits it; all-or-nothing.
-func (l *Log) AllowN(now int64, n int64) bool { panic("todo") }
+// Init prepares a zero Log for the rules, for owners that embed a Log by
+// value. It must be called once, before the Log is shared. The zero Log,
+// never initialized, refuses every n >= 1.
+func (l *Log) Init(rules []Rule) {
+	if len(rules) == 0 {
+		panic("slidelog: no rules")
+	}
+	l.rules = append([]Rule(nil), rules...)
+	l.minLimit = rules[0].Limit
+	var size int64
+	for _, r := range rules {
+		if r.Limit < 1 || r.Limit > MaxLimit || r.Window < 1 || r.Window > MaxWindow {
+			panic("slidelog: invalid rule")
+		}
+		size = max(size, r.Limit)
+		l.minLimit = min(l.minLimit, r.Limit)
+		l.maxWindow = max(l.maxWindow, r.Window)
+	}
+	l.size = uint64(size)
+	l.slots = make([]atomic.Uint64, size)
+	// Start at cycle 1, so that the zero slots read as stamps of cycle 0
+	// (lap 0, stamp 0: "never"), one lap behind the head.
+	l.head.Store(1 << 32)
+}
 
-// TokensAt returns the largest n AllowN(now, n) would admit now.
-func (l *Log) TokensAt(now int64) int64 { panic("todo") }
+// toStamp converts an offset to a stamp: shifted and clamped, never 0.
+func toStamp(now int64) int64 {
+	switch {
+	case now > maxStamp-stampBias:
+		return maxStamp
+	case now < 1-stampBias:
+		return 1
+	}
+	return now + stampBias
+}
+
+// fromStamp converts a stamp (or a stamp plus a window) back to an offset.
+func fromStamp(s int64) int64 { return s - stampBias }
+
+// Index arithmetic on head values (cycle<<32 | pos); d must be <= size.
+
+func (l *Log) add(h, d uint64) uint64 {
+	pos, cyc := h&posMask+d, h>>32
+	if pos >= l.size {
+		pos -= l.size
+		cyc++
+	}
+	return cyc<<32 | pos
+}
+
+func (l *Log) sub(h, d uint64) uint64 {
+	pos, cyc := h&posMask, h>>32
+	if pos < d {
+		pos += l.size
+		cyc--
+	}
+	return (cyc << 32) | (pos - d)
+}
+
+// lapOf returns the lap bit an index's slot carries once it holds that index.
+func lapOf(h uint64) uint64 { return (h >> 32 & 1) << 62 }
+
+func (l *Log) slot(h uint64) *atomic.Uint64 { return &l.slots[h&posMask] }
+
+// stampAt returns the stamp of index j, read while the head is at h > j and
+// j is within the last size indices. ok is false when the slot does not hold
+// index j any more (the head moved on: the caller must start again).
+func (l *Log) stampAt(j uint64) (s int64, ok bool) {
+	v := l.slot(j).Load()
+	if v&lapBit != lapOf(j) {
+		return 0, false
+	}
+	if v&busyBit != 0 {
+		if !isMarkerOf(v, j) {
+			return 0, false
+		}
+		// The marker of a batch at j < head (the caller saw the head past
+		// j, and the marker is unique to j): the batch's stamps were all
+		// written before the head passed it, so slot j+1 holds its stamp
+		// (index j+1+size cannot be claimed while slot j holds index j).
+		// Replace the marker by that stamp on the way.
+		next := l.add(j, 1)
+		nv := l.slot(next).Load()
+		if nv&lapBit != lapOf(next) || nv&busyBit != 0 {
+			return 0, false
+		}
+		l.slot(j).CompareAndSwap(v, lapOf(j)|nv&valueMask)
+		return int64(nv & valueMask), true
+	}
+	return int64(v & valueMask), true
+}
+
+// AllowN admits n at now iff every rule admits it: all-or-nothing. n == 0 is
+// admitted and writes nothing; n < 0 and n above the smallest limit are
+// refused.
+func (l *Log) AllowN(now int64, n int64) bool {
+	if n <= 0 {
+		return n == 0
+	}
+	if n > l.minLimit {
+		return false
+	}
+	now = toStamp(now)
+	for {
+		h := l.head.Load()
+		claim := l.slot(h)
+		cv := claim.Load()
+		if cv&lapBit == lapOf(h) {
+			// Index h is claimed already, the head lags: help, retry.
+			l.help(h, cv, now)
+			continue
+		}
+		if cv&busyBit != 0 {
+			// Slot h holds the marker of an older batch (index h-size):
+			// replace it by its stamp, so that claims only ever replace
+			// stamps. Then start again.
+			l.stampAt(l.sub(h, l.size))
+			continue
+		}
+		// The predecessor's stamp is the latest: time never goes back.
+		last, ok := l.stampAt(l.sub(h, 1))
+		if !ok {
+			continue
+		}
+		t := max(now, last)
+		admit, ok := l.check(h, n, t)
+		if !ok {
+			continue
+		}
+		if !admit {
+			return false
+		}
+		if n == 1 {
+			// Claim and publish in one step: the linearization point.
+			if claim.CompareAndSwap(cv, lapOf(h)|uint64(t)) {
+				l.head.CompareAndSwap(h, l.add(h, 1))
+				return true
+			}
+			continue
+		}
+		if !l.clearMarkers(l.add(h, 1), n-1) {
+			continue
+		}
+		marker := markerFor(h, n)
+		if claim.CompareAndSwap(cv, marker) {
+			l.complete(h, marker, t)
+			return true
+		}
+	}
+}
+
+// check reports whether every rule admits n at t with the head at h. ok is
+// false when the head moved while reading.
+func (l *Log) check(h uint64, n int64, t int64) (admit, ok bool) {
+	for i := range l.rules {
+		r := &l.rules[i]
+		s, ok := l.stampAt(l.sub(h, uint64(r.Limit-n+1)))
+		if !ok {
+			return false, false
+		}
+		if s > t-r.Window {
+			return false, true
+		}
+	}
+	return true, true
+}
+
+// clearMarkers replaces every batch marker in slots from .. from+n-1 (which
+// hold indices size places earlier) by its batch's stamp, so that a batch
+// claim overwrites only stamps. It reports false if it could not.
+func (l *Log) clearMarkers(from uint64, n int64) bool {
+	j := from
+	for range n {
+		if l.slot(j).Load()&busyBit != 0 {
+			if _, ok := l.stampAt(l.sub(j, l.size)); !ok {
+				return false
+			}
+		}
+		j = l.add(j, 1)
+	}
+	return true
+}
+
+// help finishes the claim of index h, whose slot holds cv (lap(h)).
+func (l *Log) help(h, cv uint64, t int64) {
+	if cv&busyBit == 0 {
+		l.head.CompareAndSwap(h, l.add(h, 1))
+		return
+	}
+	l.complete(h, cv, t)
+}
+
+// complete finishes the batch claimed at index h with marker (cost in the
+// marker): writes its stamps, advances the head, replaces the marker. t is the
+// caller's clamped instant, offered as the batch's stamp; the first value that
+// lands in slot h+1 is the batch's stamp for all its slots. Any caller may
+// run it; it stops as soon as it sees the head past h.
+func (l *Log) complete(h, marker uint64, t int64) {
+	n := markerCost(marker)
+	t2, ok := l.batchStamp(h, n)
+	if !ok {
+		return
+	}
+	t = max(t, t2)
+	second := l.add(h, 1)
+	var stamp uint64
+	for {
+		v := l.slot(second).Load()
+		if l.head.Load() != h {
+			return
+		}
+		if v&lapBit == lapOf(second) {
+			stamp = v & valueMask
+			break
+		}
+		l.slot(second).CompareAndSwap(v, lapOf(second)|uint64(t))
+	}
+	j := second
+	for range n - 2 {
+		j = l.add(j, 1)
+		v := l.slot(j).Load()
+		if l.head.Load() != h {
+			return
+		}
+		if v&lapBit != lapOf(j) {
+			l.slot(j).CompareAndSwap(v, lapOf(j)|stamp)
+		}
+	}
+	l.head.CompareAndSwap(h, l.add(h, n))
+	l.slot(h).CompareAndSwap(marker, lapOf(h)|stamp)
+}
+
+// batchStamp returns the earliest instant the batch of cost n claimed at h
+// may be stamped with: not before the predecessor's stamp, and late enough to
+// pass every rule's check. A helper's own instant may be earlier than the
+// claimant's; it must not stamp the batch before it was admissible. ok is
+// false when the head has moved past h (the batch is done).
+func (l *Log) batchStamp(h, n uint64) (int64, bool) {
+	t, ok := l.stampAt(l.sub(h, 1))
+	if !ok {
+		return 0, false
+	}
+	for i := range l.rules {
+		r := &l.rules[i]
+		s, ok := l.stampAt(l.sub(h, uint64(r.Limit)-n+1))
+		if !ok {
+			return 0, false
+		}
+		if s > 0 {
+			t = max(t, s+r.Window)
+		}
+	}
+	return t, true
+}
+
+// snapshot reads the head and the latest stamp consistently; now (a stamp)
+// is what the reader offers if it has to help a batch along.
+func (l *Log) snapshot(now int64) (h uint64, last int64) {
+	for {
+		h = l.head.Load()
+		cv := l.slot(h).Load()
+		if cv&lapBit == lapOf(h) {
+			l.help(h, cv, now)
+			continue
+		}
+		if last, ok := l.stampAt(l.sub(h, 1)); ok {
+			return h, last
+		}
+	}
+}
+
+// TokensAt returns the largest n AllowN(now, n) would admit now. Under
+// concurrent admissions the answer may already be stale when it returns.
+func (l *Log) TokensAt(now int64) int64 {
+	if l.size == 0 {
+		return 0
+	}
+	now = toStamp(now)
+retry:
+	h, last := l.snapshot(now)
+	t := max(now, last)
+	best := l.minLimit
+	for i := range l.rules {
+		r := &l.rules[i]
+		// The largest k <= min(best, Limit) such that the stamp at index
+		// h+k-1-Limit is outside the window; it grows with older stamps,
+		// so binary search on k.
+		lo, hi := int64(0), best
+		for lo < hi {
+			k := (lo + hi + 1) / 2
+			s, ok := l.stampAt(l.sub(h, uint64(r.Limit-k+1)))
+			if !ok {
+				goto retry
+			}
+			if s <= t-r.Window {
+				lo = k
+			} else {
+				hi = k - 1
+			}
+		}
+		best = lo
+	}
+	return best
+}
 
 // ReadyAt returns the earliest instant >= now at which n would be admitted if
-// nothing else is; ok is false if n can never be admitted.
-func (l *Log) ReadyAt(now int64, n int64) (at int64, ok bool) { panic("todo") }
+// nothing else is; ok is false if n can never be admitted. n == 0 is ready at
+// now.
+func (l *Log) ReadyAt(now int64, n int64) (at int64, ok bool) {
+	if n == 0 {
+		return now, true
+	}
+	if n < 0 || n > l.minLimit {
+		return 0, false
+	}
+	stampNow := toStamp(now)
+	for {
+		h, last := l.snapshot(stampNow)
+		need := int64(0)
+		for i := range l.rules {
+			r := &l.rules[i]
+			s, ok := l.stampAt(l.sub(h, uint64(r.Limit-n+1)))
+			if !ok {
+				goto retry
+			}
+			if s > 0 {
+				need = max(need, s+r.Window)
+			}
+		}
+		// AllowN(u, n) decides at max(u, last): it admits iff need is at
+		// most that. So it admits now, or from the instant need on.
+		if need <= max(stampNow, last) {
+			return now, true
+		}
+		return max(now, fromStamp(need)), true
+	retry:
+	}
+}
 
 // IdleAt reports whether the log decides, for every instant >= now, exactly
-// as a new log with the same rules.
-func (l *Log) IdleAt(now int64) bool { panic("todo") }
+// as a new log with the same rules: no admission is recorded, or the latest is
+// at least the longest window before now.
+func (l *Log) IdleAt(now int64) bool {
+	if l.size == 0 {
+		return true
+	}
+	stampNow := toStamp(now)
+	_, last := l.snapshot(stampNow)
+	return last == 0 || last <= stampNow-l.maxWindow
+}
+
+// Rules returns a copy of the rules.
+func (l *Log) Rules() []Rule { return append([]Rule(nil), l.rules...) }
+
+// Len returns the ring length (the largest limit).
+func (l *Log) Len() int { return int(l.size) }

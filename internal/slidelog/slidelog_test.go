@@ -1,0 +1,66 @@
+package slidelog
+
+import (
+	"math/rand/v2"
+	"testing"
+)
+
+// impl is what the shared tests need; both Log and Reference provide it.
+type impl interface {
+	AllowN(now, n int64) bool
+	TokensAt(now int64) int64
+	ReadyAt(now, n int64) (int64, bool)
+	IdleAt(now int64) bool
+}
+
+// TestDifferentialSerial replays random serial call sequences (with steps
+// backwards, batches and bad n) through Log and Reference and requires every
+// answer to be equal. The seed of each run is logged.
+func TestDifferentialSerial(t *testing.T) {
+	ruleSets := [][]Rule{
+		{{1, 10}}, {{2, 10}}, {{3, 100}}, {{10, 1000}}, {{64, 1 << 20}},
+		{{2, 10}, {5, 100}}, {{3, 50}, {3, 100}, {7, 1000}}, {{1, 5}, {10, 1000}},
+	}
+	for si, rules := range ruleSets {
+		seed := uint64(si)*7919 + 1
+		rng := rand.New(rand.NewPCG(seed, seed))
+		for run := 0; run < 20; run++ {
+			lf, rf := New(rules), NewReference(rules)
+			maxL := int64(0)
+			maxW := int64(0)
+			for _, r := range rules {
+				maxL, maxW = max(maxL, r.Limit), max(maxW, r.Window)
+			}
+			now := int64(rng.IntN(1000)) - 500
+			for step := 0; step < 400; step++ {
+				switch rng.IntN(10) {
+				case 0:
+					now -= int64(rng.IntN(int(maxW)))
+				case 1:
+					now += maxW
+				case 2, 3, 4:
+				default:
+					now += int64(rng.IntN(int(maxW)/max(int(maxL), 1) + 2))
+				}
+				n := int64(1)
+				if rng.IntN(4) == 0 {
+					n = int64(rng.IntN(int(maxL)+3)) - 1
+				}
+				if g, w := lf.TokensAt(now), rf.TokensAt(now); g != w {
+					t.Fatalf("rules %v seed %d step %d: TokensAt(%d) = %d, reference %d", rules, seed, step, now, g, w)
+				}
+				ga, gok := lf.ReadyAt(now, n)
+				wa, wok := rf.ReadyAt(now, n)
+				if ga != wa || gok != wok {
+					t.Fatalf("rules %v seed %d step %d: ReadyAt(%d, %d) = %d,%v, reference %d,%v", rules, seed, step, now, n, ga, gok, wa, wok)
+				}
+				if g, w := lf.IdleAt(now), rf.IdleAt(now); g != w {
+					t.Fatalf("rules %v seed %d step %d: IdleAt(%d) = %v, reference %v", rules, seed, step, now, g, w)
+				}
+				if g, w := lf.AllowN(now, n), rf.AllowN(now, n); g != w {
+					t.Fatalf("rules %v seed %d step %d: AllowN(%d, %d) = %v, reference %v", rules, seed, step, now, n, g, w)
+				}
+			}
+		}
+	}
+}

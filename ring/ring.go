@@ -1,0 +1,144 @@
+// Package ring is an exact sliding-log rate limiter: at most limit units of
+// cost are admitted in every window (t-window, t], whatever its alignment.
+//
+// The limiter remembers the instant of each of the last limit units it
+// admitted, in a ring of limit words allocated once by New. A call of cost n
+// at instant t is admitted iff the unit admitted limit-n+1 units ago is at
+// least window old, which is exactly the naive sliding log's rule ("the cost
+// already admitted in (t-window, t], plus n, is at most limit"), decided in
+// one comparison. Unlike a token bucket or a two-counter window, it never lets
+// limit+1 through in any window of length window, and, for calls presented in
+// time order, it never refuses a call the log would admit.
+//
+// Decisions are lock-free and allocate nothing: an admission of cost 1 is one
+// compare-and-swap on a ring slot plus one on the head; a refused call only
+// reads. docs/ring.md gives the algorithm, the concurrency protocol and the
+// proofs.
+//
+// Every method takes the instant it decides at (AllowN, TokensAt, ReadyAt,
+// IdleAt); Allow and Wait read the clock themselves. Instants are compared
+// with time.Time.Sub against an instant taken in New, so readings from
+// time.Now are compared on the monotonic clock. An instant earlier than the
+// latest one the limiter has admitted at is treated as that latest instant:
+// a caller with a stale clock reading can never move the limiter backwards
+// or get more through. The same rule means that one call at an instant far
+// in the future holds the limiter there until the clock catches up.
+package ring
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/slidelimit/slidelimit/internal/clock"
+	"github.com/slidelimit/slidelimit/internal/slidelog"
+)
+
+// MaxLimit is the largest limit New accepts: memory is 8 bytes per unit of
+// limit, so MaxLimit costs 8 GiB.
+const MaxLimit = slidelog.MaxLimit
+
+// MaxWindow is the longest window New accepts, about 36 years.
+const MaxWindow = time.Duration(slidelog.MaxWindow)
+
+// ErrNeverReady is wrapped by the error WaitN returns for an n that can never
+// be admitted (negative, or above the limit).
+var ErrNeverReady = clock.ErrNeverReady
+
+// ErrDeadline is wrapped by the error WaitN returns, without waiting, when the
+// context's deadline falls before the instant n could be admitted.
+var ErrDeadline = clock.ErrDeadline
+
+// Limiter is an exact sliding-log limiter. It is safe for concurrent use by
+// multiple goroutines; decisions are lock-free and allocation-free.
+//
+// The zero value refuses every call of cost 1 or more; use New. A Limiter must
+// not be copied after first use.
+type Limiter struct {
+	log    slidelog.Log
+	base   clock.Base
+	limit  int
+	window time.Duration
+}
+
+// New returns a limiter that admits at most limit units of cost in every
+// window of length window. It allocates limit 8-byte slots once; nothing is
+// allocated after. limit must be in [1, MaxLimit] and window in
+// [1ns, MaxWindow].
+func New(limit int, window time.Duration) (*Limiter, error) {
+	if limit < 1 || limit > MaxLimit {
+		return nil, fmt.Errorf("ring: limit must be between 1 and %d, got %d", MaxLimit, limit)
+	}
+	if window < 1 || window > MaxWindow {
+		return nil, fmt.Errorf("ring: window must be between 1ns and %v, got %v", MaxWindow, window)
+	}
+	l := &Limiter{base: clock.NewBase(), limit: limit, window: window}
+	l.log.Init([]slidelog.Rule{{Limit: int64(limit), Window: int64(window)}})
+	return l, nil
+}
+
+// Limit returns the limit the limiter was created with.
+func (l *Limiter) Limit() int { return l.limit }
+
+// Window returns the window the limiter was created with.
+func (l *Limiter) Window() time.Duration { return l.window }
+
+// Allow is shorthand for AllowN(time.Now(), 1), reading only the monotonic
+// clock.
+func (l *Limiter) Allow() bool {
+	return l.log.AllowN(l.base.Now(), 1)
+}
+
+// AllowN reports whether n units of cost are admitted at instant now, and if
+// so records them. It admits iff the cost admitted in (now-window, now] plus
+// n is at most the limit; a refused call changes nothing.
+//
+// n == 0 is always admitted and records nothing. n < 0 and n > Limit() are
+// always refused.
+func (l *Limiter) AllowN(now time.Time, n int) bool {
+	return l.log.AllowN(l.base.Offset(now), int64(n))
+}
+
+// TokensAt returns the largest cost AllowN(now, n) would admit at now:
+// the limit minus the cost admitted in (now-window, now]. It is a snapshot:
+// under concurrent admissions it may be stale by the time it returns.
+func (l *Limiter) TokensAt(now time.Time) int {
+	return int(l.log.TokensAt(l.base.Offset(now)))
+}
+
+// ReadyAt returns the earliest instant, not before now, at which AllowN would
+// admit n if nothing else were admitted meanwhile: now itself when n fits
+// now. It is what an HTTP 429's Retry-After needs. ok is false when n can
+// never be admitted (n < 0 or n > Limit()); n == 0 is ready at now.
+func (l *Limiter) ReadyAt(now time.Time, n int) (at time.Time, ok bool) {
+	off := l.base.Offset(now)
+	at0, ok := l.log.ReadyAt(off, int64(n))
+	if !ok {
+		return time.Time{}, false
+	}
+	if at0 == off {
+		return now, true
+	}
+	return l.base.Time(at0), true
+}
+
+// IdleAt reports whether the limiter carries no information at now: nothing
+// was admitted in the last window before now. An idle limiter decides every
+// call at an instant at or after now exactly as a new limiter would, so it
+// can be dropped and recreated (package keyed relies on this).
+func (l *Limiter) IdleAt(now time.Time) bool {
+	return l.log.IdleAt(l.base.Offset(now))
+}
+
+// Wait is shorthand for WaitN(ctx, 1).
+func (l *Limiter) Wait(ctx context.Context) error { return l.WaitN(ctx, 1) }
+
+// WaitN blocks until n units are admitted, and returns nil. It returns an
+// error, having admitted nothing, when ctx ends first (ctx.Err()), at once
+// when ctx's deadline falls before the instant n could be admitted (wrapping
+// ErrDeadline), and at once when n can never be admitted (wrapping
+// ErrNeverReady). A waiter does not queue: when room frees up, any caller may
+// take it first, and the waiter waits again.
+func (l *Limiter) WaitN(ctx context.Context, n int) error {
+	return clock.Wait(ctx, "ring", l, n)
+}
