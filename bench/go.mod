@@ -1,0 +1,26 @@
+module github.com/slidelimit/slidelimit/bench
+
+go 1.26.0
+
+replace github.com/slidelimit/slidelimit => ../
+
+require (
+	github.com/RussellLuo/slidingwindow v0.0.0-20200528002341-535bb99d338b
+	github.com/go-chi/httprate v0.16.1
+	github.com/juju/ratelimit v1.0.2
+	github.com/slidelimit/slidelimit v0.0.0-00010101000000-000000000000
+	github.com/throttled/throttled/v2 v2.15.0
+	github.com/ulule/limiter/v3 v3.11.2
+	go.uber.org/ratelimit v0.3.1
+	golang.org/x/time v0.16.0
+)
+
+require (
+	github.com/benbjohnson/clock v1.3.0 // indirect
+	github.com/hashicorp/golang-lru v0.5.4 // indirect
+	github.com/klauspost/cpuid/v2 v2.2.10 // indirect
+	github.com/kr/text v0.2.0 // indirect
+	github.com/pkg/errors v0.9.1 // indirect
+	github.com/zeebo/xxh3 v1.0.2 // indirect
+	golang.org/x/sys v0.30.0 // indirect
+)

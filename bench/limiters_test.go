@@ -1,0 +1,137 @@
+package bench
+
+import (
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	swindow "github.com/RussellLuo/slidingwindow"
+	"github.com/juju/ratelimit"
+	uber "go.uber.org/ratelimit"
+	"golang.org/x/time/rate"
+
+	"github.com/slidelimit/slidelimit/bench/refimpl"
+	"github.com/slidelimit/slidelimit/ring"
+)
+
+// allower is what the single-limiter harness calls: each implementation's
+// plain "may one event happen now?" method, reading the clock the way that
+// implementation does when a user calls it.
+type allower interface{ Allow() bool }
+
+// Configurations of the two paths. On the admit path the limiter must admit
+// (nearly) every call: 1024 per microsecond is far above what two cores can
+// ask for. On the deny path one call of cost 1 has used the whole limit of a
+// one-hour window, so every measured call is refused.
+const (
+	admitLimit  = 1024
+	admitWindow = time.Microsecond
+	denyLimit   = 1
+	denyWindow  = time.Hour
+)
+
+// impl is one contender of the single-limiter harness. newFn returns a fresh
+// limiter configured for limit per window; a nil newFn on a path means the
+// implementation has no such path (a pacer never refuses).
+type impl struct {
+	name   string
+	noDeny bool
+	newFn  func(limit int, window time.Duration) allower
+}
+
+func mustNew[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
+
+// floor is one monotonic clock read plus one compare-and-swap on one word: the
+// least any lock-free limiter that reads the clock and writes shared state
+// can do. It is padded so that it shares its cache line with nothing.
+type floor struct {
+	_    [64]byte
+	word atomic.Int64
+	_    [56]byte
+	base time.Time
+}
+
+func (f *floor) Allow() bool {
+	now := int64(time.Since(f.base))
+	old := f.word.Load()
+	return f.word.CompareAndSwap(old, now) || true
+}
+
+// clockOnly is the monotonic clock read alone, to show how much of the floor
+// is the clock.
+type clockOnly struct{ base time.Time }
+
+func (c *clockOnly) Allow() bool { return time.Since(c.base) >= 0 }
+
+type jujuBucket struct{ b *ratelimit.Bucket }
+
+func (j jujuBucket) Allow() bool { return j.b.TakeAvailable(1) == 1 }
+
+type uberPacer struct{ l uber.Limiter }
+
+func (u uberPacer) Allow() bool { u.l.Take(); return true }
+
+func perSecond(limit int, window time.Duration) float64 {
+	return float64(limit) / window.Seconds()
+}
+
+// impls lists ours, the references and the peers, in the order the tables
+// show them.
+func impls() []impl {
+	return []impl{
+		{name: "floor", newFn: func(int, time.Duration) allower { return &floor{base: time.Now()} }},
+		{name: "clock", newFn: func(int, time.Duration) allower { return &clockOnly{base: time.Now()} }},
+		{name: "ring", newFn: func(l int, w time.Duration) allower { return mustNew(ring.New(l, w)) }},
+		{name: "mutexlog", newFn: func(l int, w time.Duration) allower { return refimpl.NewMutexLog(l, w) }},
+		{name: "mutexwindow", newFn: func(l int, w time.Duration) allower { return refimpl.NewMutexWindow(l, w) }},
+		{name: "xrate", newFn: func(l int, w time.Duration) allower {
+			return rate.NewLimiter(rate.Limit(perSecond(l, w)), l)
+		}},
+		{name: "juju", newFn: func(l int, w time.Duration) allower {
+			return jujuBucket{ratelimit.NewBucketWithRate(perSecond(l, w), int64(l))}
+		}},
+		{name: "russellluo", newFn: func(l int, w time.Duration) allower {
+			lim, _ := swindow.NewLimiter(w, int64(l), func() (swindow.Window, swindow.StopFunc) {
+				return swindow.NewLocalWindow()
+			})
+			return lim
+		}},
+		{name: "uber", noDeny: true, newFn: func(l int, w time.Duration) allower {
+			return uberPacer{uber.New(l, uber.Per(w))}
+		}},
+	}
+}
+
+// fixture returns a limiter on the given path, checked before it is
+// measured: on the admit path its first calls are admitted, on the deny path
+// the limit is used up and the next call is refused (A3 in STYLE.md).
+func fixture(im impl, path string) (allower, error) {
+	switch path {
+	case "admit":
+		l := im.newFn(admitLimit, admitWindow)
+		for i := range 10 {
+			if !l.Allow() {
+				return nil, fmt.Errorf("%s: admit fixture refused call %d", im.name, i)
+			}
+		}
+		return l, nil
+	case "deny":
+		l := im.newFn(denyLimit, denyWindow)
+		if im.name == "floor" || im.name == "clock" {
+			return l, nil // the floor has no decision to check
+		}
+		l.Allow() // use up the limit
+		for i := range 3 {
+			if l.Allow() {
+				return nil, fmt.Errorf("%s: deny fixture admitted call %d", im.name, i)
+			}
+		}
+		return l, nil
+	}
+	return nil, fmt.Errorf("unknown path %q", path)
+}
