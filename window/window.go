@@ -1,0 +1,432 @@
+// Package window is an approximate sliding-window rate limiter built from two
+// counters: the cost admitted in the current window and in the one before it.
+//
+// Time is cut into consecutive windows of length W. A call of cost n at
+// instant t, elapsed = t - (start of t's window) into its window, is admitted
+// iff
+//
+//	prev*(W-elapsed) + (curr+n)*W <= limit*W
+//
+// where prev and curr are the cost admitted in the previous and the current
+// window: the previous window is assumed to have been spread evenly, and the
+// part of it still inside (t-W, t] is counted. The comparison is computed
+// exactly, in 128-bit integers; nothing is rounded, so the limiter never
+// admits a call the formula refuses.
+//
+// The estimate is approximate: it can let through up to 2*limit-1 in some
+// window of length W (and, for calls made one at a time, at most
+// max(limit, 2*limit-2)); on ordinary traffic it stays close to limit.
+// docs/window.md gives the proof, the construction that reaches the bound and
+// measured errors against the exact sliding log of package ring. Use ring
+// when the limit must hold in every window; use window when a limiter must
+// cost a few words of memory whatever the limit.
+//
+// Windows are aligned to the limiter itself, not to the wall clock: the first
+// admission into an idle limiter (one with nothing admitted in its current or
+// previous window) starts a window at its own instant. Many limiters created
+// together therefore do not all reset at the same instant, and an idle
+// limiter decides exactly as a new one would (see IdleAt).
+//
+// Every method takes the instant it decides at (AllowN, TokensAt, ReadyAt,
+// IdleAt); Allow and Wait read the clock themselves. Instants are compared
+// with time.Time.Sub against an instant taken in New, so readings from
+// time.Now are compared on the monotonic clock. The limiter records the start
+// of its current window; an instant before it is treated as that start, so a
+// stale clock reading never moves the limiter backwards. (A stale instant
+// inside the current window is decided as given: a smaller elapsed only gives
+// the previous window more weight.) Instants more than about 63 years before
+// or after New are treated as that bound.
+package window
+
+import (
+	"context"
+	"fmt"
+	"math/bits"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"github.com/slidelimit/slidelimit/internal/clock"
+)
+
+// MaxLimit is the largest limit New accepts: each counter is 20 bits wide.
+const MaxLimit = countMask
+
+// MaxWindow is the longest window New accepts, 2^57 ns (about 4.6 years).
+const MaxWindow = time.Duration(maxWindow)
+
+// ErrNeverReady is wrapped by the error WaitN returns for an n that can never
+// be admitted (negative, or above the limit).
+var ErrNeverReady = clock.ErrNeverReady
+
+// ErrDeadline is wrapped by the error WaitN returns, without waiting, when the
+// context's deadline falls before the instant n could be admitted.
+var ErrDeadline = clock.ErrDeadline
+
+const (
+	// cacheLine is the false-sharing unit we pad to. 64 bytes covers amd64
+	// and most arm64 cores; the adjacent-line prefetcher of some x86 parts
+	// pairs lines, but 128 bytes per limiter would double keyed's footprint.
+	cacheLine = 64
+
+	countBits = 20
+	countMask = 1<<countBits - 1
+	genShift  = 2 * countBits // the generation occupies bits 63..40 of cnt
+
+	maxWindow = 1 << 57
+
+	// Offsets (nanoseconds from base) are clamped to [offMin, offMax]. A
+	// window start is at most offMax, so start+window stays below 2^61 and
+	// fits the 62-bit start field; startNew, the start of a new limiter, is
+	// at least 2*maxWindow before every clamped offset, so a new limiter's
+	// state has expired at every instant.
+	startNew = -1 << 61
+	offMin   = startNew + 2*maxWindow
+	offMax   = 1<<61 - 1 - 2*maxWindow
+
+	rollBit = 2 // in at: start was reached by a rollover
+)
+
+// header holds what every call reads: the configuration and the window word.
+type header struct {
+	limit  int64
+	window int64
+	base   clock.Base
+
+	// at is the window word. Bits, high to low:
+	//
+	//	bits 63..2  start: first instant of the current window, a signed
+	//	            62-bit nanosecond offset from base. It only increases.
+	//	bit  1      roll: start was reached by a rollover (start = the old
+	//	            start + window), so the old curr becomes prev; if 0,
+	//	            start is a new anchor and both counters restart at 0
+	//	bit  0      parity: flips each time start changes
+	//
+	// at changes only by a compare-and-swap from a state whose counters are
+	// installed (cnt's generation parity equals at's parity).
+	at atomic.Uint64
+}
+
+// Limiter is an approximate sliding-window limiter with two counters. It is
+// safe for concurrent use by multiple goroutines; decisions are lock-free and
+// allocation-free, and a refused call writes nothing.
+//
+// Its state is two words, each on its own cache line: the window word (the
+// start of the current window) and the count word (the two counters). See
+// the field comments and docs/window.md for the protocol.
+//
+// The zero value refuses every call of cost 1 or more; use New. A Limiter must
+// not be copied after first use.
+type Limiter struct {
+	header
+	_ [(cacheLine - unsafe.Sizeof(header{})%cacheLine) % cacheLine]byte
+
+	// cnt is the count word. Bits, high to low:
+	//
+	//	bits 63..40 gen: generation, +1 (mod 2^24) each time the counters
+	//	            are installed for a new start
+	//	bits 39..20 prev: cost admitted in the window before start
+	//	bits 19..0  curr: cost admitted since start
+	//
+	// When gen's parity differs from at's parity, start has moved and the
+	// counters are still those of the old window: any caller installs the
+	// new ones (install) before deciding. Admissions add n to curr by a
+	// compare-and-swap on cnt alone.
+	cnt atomic.Uint64
+	_   [cacheLine - 8]byte
+}
+
+// New returns a limiter that admits a call of cost n at instant t iff
+// prev*(window-elapsed) + (curr+n)*window <= limit*window (see the package
+// documentation). limit must be in [1, MaxLimit] and window in
+// [1ns, MaxWindow]. The limiter is two words; nothing is allocated after New.
+func New(limit int, window time.Duration) (*Limiter, error) {
+	if err := validate(limit, window); err != nil {
+		return nil, err
+	}
+	l := &Limiter{header: header{limit: int64(limit), window: int64(window), base: clock.NewBase()}}
+	l.at.Store(packAt(startNew, false, 0))
+	return l, nil
+}
+
+// validate checks New's arguments; the mutex twin shares it.
+func validate(limit int, window time.Duration) error {
+	if limit < 1 || limit > MaxLimit {
+		return fmt.Errorf("window: limit must be between 1 and %d, got %d", MaxLimit, limit)
+	}
+	if window < 1 || window > MaxWindow {
+		return fmt.Errorf("window: window must be between 1ns and %v, got %v", MaxWindow, window)
+	}
+	return nil
+}
+
+// Limit returns the limit the limiter was created with.
+func (l *Limiter) Limit() int { return int(l.limit) }
+
+// Window returns the window the limiter was created with.
+func (l *Limiter) Window() time.Duration { return time.Duration(l.window) }
+
+// Allow is shorthand for AllowN(time.Now(), 1), reading only the monotonic
+// clock.
+func (l *Limiter) Allow() bool { return l.allow(l.base.Now(), 1) }
+
+// AllowN reports whether n units of cost are admitted at instant now, and if
+// so records them. It admits iff prev*(window-elapsed) + (curr+n)*window <=
+// limit*window; a refused call changes nothing.
+//
+// n == 0 is always admitted and records nothing. n < 0 and n > Limit() are
+// always refused.
+func (l *Limiter) AllowN(now time.Time, n int) bool {
+	return l.allow(l.base.Offset(now), n)
+}
+
+// TokensAt returns the largest cost AllowN(now, n) would admit at now. It is a
+// snapshot: under concurrent admissions it may be stale by the time it
+// returns.
+func (l *Limiter) TokensAt(now time.Time) int {
+	if l.limit == 0 {
+		return 0
+	}
+	t, ws, p, c := l.view(l.base.Offset(now))
+	return int(tokens(l.limit, l.window, p, c, t-ws))
+}
+
+// ReadyAt returns the earliest instant, not before now, at which AllowN would
+// admit n if nothing else were admitted meanwhile: now itself when n fits
+// now. It is what an HTTP 429's Retry-After needs. ok is false when n can
+// never be admitted (n < 0 or n > Limit()); n == 0 is ready at now.
+func (l *Limiter) ReadyAt(now time.Time, n int) (at time.Time, ok bool) {
+	if n == 0 {
+		return now, true
+	}
+	if n < 0 || int64(n) > l.limit {
+		return time.Time{}, false
+	}
+	off := l.base.Offset(now)
+	t, ws, p, c := l.view(off)
+	r := readyAt(l.limit, l.window, ws, p, c, t, int64(n))
+	if r <= off || r == t {
+		// Ready at the clamped instant: now itself (an instant before the
+		// current window is treated as its start), or now lies beyond the
+		// clamping range.
+		return now, true
+	}
+	return l.base.Time(r), true
+}
+
+// IdleAt reports whether the limiter carries no information at now: nothing
+// was admitted in the window that contains now or in the one before it. An
+// idle limiter decides every call at an instant at or after now exactly as a
+// new limiter would, so it can be dropped and recreated (package keyed relies
+// on this). IdleAt becomes true at most 2*window after the last admission.
+func (l *Limiter) IdleAt(now time.Time) bool {
+	if l.limit == 0 {
+		return true
+	}
+	t := clampOff(l.base.Offset(now))
+	a, _, _ := l.snapshot()
+	return t-startOf(a) >= 2*l.window
+}
+
+// Wait is shorthand for WaitN(ctx, 1).
+func (l *Limiter) Wait(ctx context.Context) error { return l.WaitN(ctx, 1) }
+
+// WaitN blocks until n units are admitted, and returns nil. It returns an
+// error, having admitted nothing, when ctx ends first (ctx.Err()), at once
+// when ctx's deadline falls before the instant n could be admitted (wrapping
+// ErrDeadline), and at once when n can never be admitted (wrapping
+// ErrNeverReady). A waiter does not queue: when room frees up, any caller may
+// take it first, and the waiter waits again.
+func (l *Limiter) WaitN(ctx context.Context, n int) error {
+	return clock.Wait(ctx, "window", l, n)
+}
+
+// allow is AllowN on an offset from base.
+//
+// Each round takes a consistent snapshot of both words and decides on it. A
+// refused call returns without writing. An admitted call first brings the
+// state up to its instant, one step per round: install the counters of a
+// start that has moved (pending), or move start (rollover or new anchor);
+// then it adds n to curr. Every write is a compare-and-swap against the
+// snapshot, so a round whose snapshot went stale writes nothing and retries.
+func (l *Limiter) allow(off int64, n int) bool {
+	if n <= 0 {
+		return n == 0
+	}
+	k := int64(n)
+	if k > l.limit {
+		return false
+	}
+	w := l.window
+	t0 := clampOff(off)
+	for {
+		a, c, ci := l.snapshot()
+		start := startOf(a)
+		t := max(t0, start)
+		ws, p, q, adv := step(start, prevOf(ci), currOf(ci), t, w)
+		if !fits(l.limit, w, p, q, t-ws, k) {
+			return false
+		}
+		switch {
+		case c != ci: // counters not installed for start yet
+			l.cnt.CompareAndSwap(c, ci)
+		case adv == advRoll:
+			l.at.CompareAndSwap(a, packAt(start+w, true, a&1^1))
+		case adv == advAnchor:
+			l.at.CompareAndSwap(a, packAt(t, false, a&1^1))
+		default:
+			if l.cnt.CompareAndSwap(c, c+uint64(k)) {
+				return true
+			}
+		}
+	}
+}
+
+// snapshot returns the window word a, the count word c read while at held a,
+// and ci, the counters installed for a's start: c itself, or what install
+// computes from c when start has moved and its counters are not installed
+// yet. Reading at twice suffices: start only increases, so at never returns
+// to an earlier value, and c was read while at held a.
+func (l *Limiter) snapshot() (a, c, ci uint64) {
+	for {
+		a = l.at.Load()
+		c = l.cnt.Load()
+		if l.at.Load() == a {
+			break
+		}
+	}
+	if (c>>genShift)&1 != a&1 {
+		return a, c, install(a, c)
+	}
+	return a, c, c
+}
+
+// view returns the clamped instant t for offset off, and the window start
+// and counters in effect at t.
+func (l *Limiter) view(off int64) (t, ws, p, c int64) {
+	a, _, ci := l.snapshot()
+	start := startOf(a)
+	t = max(clampOff(off), start)
+	ws, p, c, _ = step(start, prevOf(ci), currOf(ci), t, l.window)
+	return t, ws, p, c
+}
+
+// install returns the count word for the start in a, given the count word c
+// of the window before it: the next generation, with prev = the old curr
+// after a rollover and zero after a new anchor, and curr = 0.
+func install(a, c uint64) uint64 {
+	next := ((c >> genShift) + 1) << genShift
+	if a&rollBit != 0 {
+		next |= (c & countMask) << countBits
+	}
+	return next
+}
+
+func packAt(start int64, roll bool, parity uint64) uint64 {
+	a := uint64(start)<<2 | parity
+	if roll {
+		a |= rollBit
+	}
+	return a
+}
+
+func startOf(a uint64) int64 { return int64(a) >> 2 }
+func prevOf(c uint64) int64  { return int64(c>>countBits) & countMask }
+func currOf(c uint64) int64  { return int64(c) & countMask }
+
+func clampOff(off int64) int64 { return min(max(off, offMin), offMax) }
+
+// advance says what an admission at an instant must write before adding its
+// cost: nothing, a rollover to the next window, or a new anchor.
+type advance uint8
+
+const (
+	advNone advance = iota
+	advRoll
+	advAnchor
+)
+
+// step is the state machine shared by the lock-free limiter and its mutex
+// twin. Given the current window start and counters and an instant t >=
+// start, it returns the window start and counters in effect at t, and the
+// advance an admission at t needs:
+//
+//   - t in [start, start+w): the same window.
+//   - t in [start+w, start+2w): the next window; the old curr becomes prev.
+//   - later: both windows are empty; the limiter is idle, and an admission at
+//     t anchors a new window at t.
+func step(start, prev, curr, t, w int64) (ws, p, c int64, adv advance) {
+	switch d := t - start; {
+	case d < w:
+		return start, prev, curr, advNone
+	case d < 2*w:
+		return start + w, curr, 0, advRoll
+	default:
+		return t, 0, 0, advAnchor
+	}
+}
+
+// fits reports whether prev*(w-el) + (curr+n)*w <= limit*w, exactly. With
+// prev, curr, n, limit < 2^20 and w <= 2^57 the products reach 2^77, so the
+// comparison prev*(w-el) <= (limit-curr-n)*w is made on 128-bit products.
+// el is in [0, w).
+func fits(limit, w, prev, curr, el, n int64) bool {
+	r := limit - curr - n
+	if r < 0 {
+		return false
+	}
+	if prev == 0 {
+		return true
+	}
+	h1, l1 := bits.Mul64(uint64(prev), uint64(w-el))
+	h2, l2 := bits.Mul64(uint64(r), uint64(w))
+	return h1 < h2 || h1 == h2 && l1 <= l2
+}
+
+// tokens returns the largest n with prev*(w-el) + (curr+n)*w <= limit*w, or 0:
+// limit - curr - ceil(prev*(w-el)/w).
+func tokens(limit, w, prev, curr, el int64) int64 {
+	hi, lo := bits.Mul64(uint64(prev), uint64(w-el))
+	// The quotient is at most prev, so hi < w and Div64 cannot overflow.
+	q, rem := bits.Div64(hi, lo, uint64(w))
+	if rem != 0 {
+		q++
+	}
+	return max(limit-curr-int64(q), 0)
+}
+
+// mulDiv returns floor(a*b/c) for a, b, c > 0 when the result is below 2^63;
+// callers guarantee it.
+func mulDiv(a, b, c int64) int64 {
+	hi, lo := bits.Mul64(uint64(a), uint64(b))
+	q, _ := bits.Div64(hi, lo, uint64(c))
+	return int64(q)
+}
+
+// readyAt returns the earliest instant >= t at which n fits if nothing else
+// is admitted, given the window start ws and counters in effect at t.
+//
+// Within the window, prev*(w-el) <= r*w with r = limit-curr-n holds iff
+// w-el <= floor(r*w/prev), so from el = w - floor(r*w/prev). From the next
+// window on, prev' = curr and curr' = 0, and n fits from
+// el' = w - floor((limit-n)*w/curr). At ws+2w the limiter is idle, and n
+// (at most limit) fits.
+func readyAt(limit, w, ws, prev, curr, t, n int64) int64 {
+	if fits(limit, w, prev, curr, t-ws, n) {
+		return t
+	}
+	// n does not fit at t: if r >= 0 then prev*(w-el) > r*w, so
+	// r*w/prev < w and mulDiv's result is below w.
+	if r := limit - curr - n; r >= 0 && prev > 0 {
+		if f := mulDiv(r, w, prev); f > 0 {
+			return ws + w - f
+		}
+	}
+	next := ws + w
+	if curr <= limit-n {
+		// Includes curr == 0: prev' = curr fits at once.
+		return next
+	}
+	// curr > limit-n >= 0, so (limit-n)*w/curr < w.
+	return next + w - mulDiv(limit-n, w, curr)
+}

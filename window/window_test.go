@@ -1,0 +1,640 @@
+package window
+
+import (
+	"context"
+	"errors"
+	"math/big"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+	"unsafe"
+)
+
+// t0 is a fixed instant for the step tables. Decisions depend only on
+// differences between instants, so any instant within the clamping range of
+// the limiter's base (about 63 years around New) gives the same results.
+var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// step is one timed call: AllowN(t0+at, n) must return want, and TokensAt at
+// the same instant afterwards must return tokens (when tokens >= 0).
+type tstep struct {
+	at     time.Duration
+	n      int
+	want   bool
+	tokens int
+	why    string
+}
+
+// runSteps plays steps on l and reports every mismatch with its step index.
+func runSteps(t *testing.T, l limiter, steps []tstep) {
+	t.Helper()
+	for i, s := range steps {
+		now := t0.Add(s.at)
+		if got := l.AllowN(now, s.n); got != s.want {
+			t.Errorf("step %d (%s): AllowN(t0+%v, %d) = %v, want %v", i, s.why, s.at, s.n, got, s.want)
+		}
+		if s.tokens >= 0 {
+			if got := l.TokensAt(now); got != s.tokens {
+				t.Errorf("step %d (%s): TokensAt(t0+%v) = %d, want %d", i, s.why, s.at, got, s.tokens)
+			}
+		}
+	}
+}
+
+func TestSteps(t *testing.T) {
+	const W = 10 * time.Second
+	steps := []tstep{
+		{0, 1, true, 3, "first admission anchors a window at t0"},
+		{0, 3, true, 0, "elapsed = 0, fills the limit"},
+		{0, 1, false, 0, "full"},
+		{W - 1, 1, false, 0, "last instant of the first window"},
+		{W, 1, false, 0, "exact boundary: elapsed 0 in the next window, prev=4 weighs 4"},
+		{W + 2500*time.Millisecond, 1, true, 0, "4*7.5s + 1*10s = 40 = limit*W exactly"},
+		{W + 2500*time.Millisecond, 1, false, 0, "one more is 50 > 40"},
+		{W + 5*time.Second, 1, true, 0, "4*5s + 2*10s = 40"},
+		{W + 5*time.Second - 1, 1, false, 0, "time backwards inside the window: decided as given, stricter"},
+		{5 * time.Second, 1, false, 0, "time backwards before the window: treated as its start t0+W"},
+		{2 * W, 2, true, 0, "next boundary: prev=2 weighs 20, 2 more fit"},
+		{2*W + 9*time.Second, 1, true, 0, "prev=2 weighs 2*1s: 2 + 3*10 <= 40"},
+		{3*W + 9*time.Second, 0, true, 3, "n = 0 is admitted and writes nothing; prev=3 weighs 3*1s"},
+		{3*W + 9*time.Second, -1, false, 3, "n < 0 is refused"},
+		{3*W + 9*time.Second, 5, false, 3, "n > limit is refused"},
+		{4 * W, 4, true, 0, "two windows after the last admission's window: idle, new anchor at t0+4W"},
+		{4*W + W/2, 1, false, 0, "same window as the anchor, full"},
+		{6*W - 1, 4, false, 3, "prev=4 weighs 4*1ns: 4ns + 40s > 40s"},
+		{6 * W, 4, true, 0, "exactly 2W after the anchor: idle, re-anchored, 4 fit"},
+		{6*W + (1<<20)*W, 4, true, 0, "idle gap of 2^20 windows"},
+		{6*W + (1<<20)*W + (1<<24)*W, 4, true, 0, "idle gap of 2^24 windows (the generation width)"},
+		{6*W + (1<<20)*W + (1<<24)*W + W, 1, false, 0, "the window after it, prev=4 at elapsed 0"},
+	}
+	forEachImpl(t, func(t *testing.T, mk func(int, time.Duration) limiter) {
+		runSteps(t, mk(4, W), steps)
+	})
+}
+
+// TestIdleGapsPowersOfTwo checks idle gaps of exactly 2^k windows, and 2^k
+// windows plus and minus one nanosecond, for every k the range allows: a
+// limiter that stored only the low bits of a window number would confuse a
+// gap of 2^k windows with no gap at all.
+func TestIdleGapsPowersOfTwo(t *testing.T) {
+	const W = time.Millisecond
+	forEachImpl(t, func(t *testing.T, mk func(int, time.Duration) limiter) {
+		for k := 0; k <= 40; k++ {
+			for _, delta := range []time.Duration{-1, 0, 1} {
+				l := mk(3, W)
+				gap := time.Duration(1)<<k*W + delta
+				if !l.AllowN(t0, 3) {
+					t.Fatalf("k=%d: first AllowN(t0, 3) refused", k)
+				}
+				// Expected: by the formula, from the state (anchor t0, curr 3).
+				ref := &refModel{limit: 3, window: int64(W)}
+				ref.allowN(0, 3)
+				want := ref.allowN(int64(gap), 3)
+				if got := l.AllowN(t0.Add(gap), 3); got != want {
+					t.Errorf("k=%d gap=%v: AllowN(3) = %v, want %v", k, gap, got, want)
+				}
+				if got, want := l.TokensAt(t0.Add(gap)), ref.tokensAt(int64(gap)); int64(got) != want {
+					t.Errorf("k=%d gap=%v: TokensAt = %d, want %d", k, gap, got, want)
+				}
+			}
+		}
+	})
+}
+
+func TestNewRejectsBadConfig(t *testing.T) {
+	cases := []struct {
+		limit  int
+		window time.Duration
+		want   string
+	}{
+		{0, time.Second, "window: limit must be between 1 and 1048575, got 0"},
+		{-1, time.Second, "limit must be between"},
+		{MaxLimit + 1, time.Second, "got 1048576"},
+		{1, 0, "window: window must be between 1ns and"},
+		{1, -time.Second, "window must be between"},
+		{1, MaxWindow + 1, "window must be between"},
+	}
+	for _, im := range impls {
+		for _, c := range cases {
+			l, err := im.new(c.limit, c.window)
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("%s: New(%d, %v) error = %v, want it to contain %q", im.name, c.limit, c.window, err, c.want)
+			}
+			if l != nil {
+				t.Errorf("%s: New(%d, %v) returned a limiter with an error", im.name, c.limit, c.window)
+			}
+		}
+	}
+	if _, err := New(MaxLimit, MaxWindow); err != nil {
+		t.Errorf("New(MaxLimit, MaxWindow): %v", err)
+	}
+	if _, err := New(1, 1); err != nil {
+		t.Errorf("New(1, 1ns): %v", err)
+	}
+}
+
+// TestLargestConfig runs the formula at the largest limit and window, where
+// the products reach 2^77, against math/big.
+func TestLargestConfig(t *testing.T) {
+	forEachImpl(t, func(t *testing.T, mk func(int, time.Duration) limiter) {
+		l := mk(MaxLimit, MaxWindow)
+		ref := &refModel{limit: MaxLimit, window: int64(MaxWindow)}
+		W := MaxWindow
+		calls := []struct {
+			at time.Duration
+			n  int
+		}{
+			{0, MaxLimit}, {0, 1}, {W - 1, 1}, {W, 1}, {W + 1, 1},
+			{W + W/2, MaxLimit / 2}, {W + W/2, 1}, {W + W/2 + 1, 1},
+			{2*W - 1, 1}, {2*W - 1, MaxLimit}, {2 * W, MaxLimit}, {3 * W, 7},
+		}
+		for i, c := range calls {
+			// Stay within about 14 years of t0 (and of New).
+			now := t0.Add(c.at - 3*W/2)
+			off := int64(c.at - 3*W/2)
+			want := ref.allowN(off, c.n)
+			if got := l.AllowN(now, c.n); got != want {
+				t.Errorf("call %d: AllowN(t0%+v, %d) = %v, want %v", i, c.at-3*W/2, c.n, got, want)
+			}
+			if got, want := l.TokensAt(now), ref.tokensAt(off); int64(got) != want {
+				t.Errorf("call %d: TokensAt = %d, want %d", i, got, want)
+			}
+		}
+	})
+}
+
+// TestFarInstants checks instants at the ends of time.Time's range, which
+// saturate the offset from the base and are then clamped: no panic, no
+// overflow, and the limiter keeps deciding by the formula at the clamped
+// instant.
+func TestFarInstants(t *testing.T) {
+	far := time.Unix(1<<62, 0)
+	early := time.Time{}
+	forEachImpl(t, func(t *testing.T, mk func(int, time.Duration) limiter) {
+		l := mk(2, MaxWindow)
+		if !l.AllowN(early, 1) {
+			t.Fatal("AllowN(year 1, 1) refused on a new limiter")
+		}
+		if !l.AllowN(t0, 1) {
+			t.Fatal("AllowN(t0, 1) refused: year 1 is clamped to 63 years before New, far from t0")
+		}
+		if got := l.TokensAt(t0); got != 1 {
+			t.Errorf("TokensAt(t0) = %d, want 1", got)
+		}
+		if !l.AllowN(far, 2) {
+			t.Fatal("AllowN(far future, 2) refused")
+		}
+		// Everything before the far window's start is now treated as that
+		// start, which is full.
+		for _, now := range []time.Time{early, t0, far, far.Add(time.Hour)} {
+			if l.AllowN(now, 1) {
+				t.Errorf("AllowN(%v, 1) admitted after the far-future window filled", now)
+			}
+			if at, ok := l.ReadyAt(now, 1); !ok || at.Before(now) {
+				t.Errorf("ReadyAt(%v, 1) = %v, %v: want an instant not before now", now, at, ok)
+			}
+			if l.IdleAt(now) {
+				t.Errorf("IdleAt(%v) = true right after an admission", now)
+			}
+		}
+	})
+}
+
+// TestMaxWindowArithmetic drives start+window to the top of the range.
+func TestMaxWindowArithmetic(t *testing.T) {
+	forEachImpl(t, func(t *testing.T, mk func(int, time.Duration) limiter) {
+		l := mk(MaxLimit, MaxWindow)
+		far := time.Unix(1<<62, 0)
+		if !l.AllowN(far, MaxLimit) {
+			t.Fatal("AllowN(far, MaxLimit) refused")
+		}
+		if l.AllowN(far, 1) {
+			t.Fatal("AllowN(far, 1) admitted over the limit")
+		}
+		if got := l.TokensAt(far); got != 0 {
+			t.Errorf("TokensAt(far) = %d", got)
+		}
+	})
+}
+
+func TestEdgesWriteNothing(t *testing.T) {
+	forEachImpl(t, func(t *testing.T, mk func(int, time.Duration) limiter) {
+		l := mk(5, time.Second)
+		for _, n := range []int{0, -1, -1 << 30, 6, 1 << 30} {
+			l.AllowN(t0, n)
+			if !l.IdleAt(t0) {
+				t.Errorf("AllowN(t0, %d) on a new limiter wrote state: IdleAt(t0) = false", n)
+			}
+		}
+		if !l.AllowN(t0, 0) {
+			t.Error("AllowN(t0, 0) = false")
+		}
+		if at, ok := l.ReadyAt(t0, 0); !ok || !at.Equal(t0) {
+			t.Errorf("ReadyAt(t0, 0) = %v, %v; want t0, true", at, ok)
+		}
+		for _, n := range []int{-1, 6} {
+			if at, ok := l.ReadyAt(t0, n); ok || !at.IsZero() {
+				t.Errorf("ReadyAt(t0, %d) = %v, %v; want zero, false", n, at, ok)
+			}
+		}
+		// A refused call changes nothing: fill, then hammer with refusals at
+		// every kind of instant, and check the next decisions are unchanged.
+		l.AllowN(t0, 5)
+		before := []int{l.TokensAt(t0), l.TokensAt(t0.Add(time.Second + 300*time.Millisecond))}
+		for _, d := range []time.Duration{0, 1, 999 * time.Millisecond, time.Second, time.Second + 1, -time.Hour} {
+			for _, n := range []int{1, 2, 5, 6, -3} {
+				if d >= time.Second && n <= 5 && n > 0 {
+					continue // these could be admitted
+				}
+				l.AllowN(t0.Add(d), n)
+			}
+		}
+		after := []int{l.TokensAt(t0), l.TokensAt(t0.Add(time.Second + 300*time.Millisecond))}
+		if before[0] != after[0] || before[1] != after[1] {
+			t.Errorf("refused calls changed state: tokens %v -> %v", before, after)
+		}
+	})
+}
+
+// TestZeroValue: the zero Limiter refuses everything and does not panic.
+func TestZeroValue(t *testing.T) {
+	var l Limiter
+	if l.AllowN(t0, 1) || l.Allow() {
+		t.Error("zero Limiter admitted a call")
+	}
+	if !l.AllowN(t0, 0) {
+		t.Error("zero Limiter refused n=0")
+	}
+	if got := l.TokensAt(t0); got != 0 {
+		t.Errorf("TokensAt = %d", got)
+	}
+	if _, ok := l.ReadyAt(t0, 1); ok {
+		t.Error("ReadyAt ok on the zero Limiter")
+	}
+	if err := l.Wait(context.Background()); !errors.Is(err, ErrNeverReady) {
+		t.Errorf("Wait = %v, want ErrNeverReady", err)
+	}
+	_ = l.IdleAt(t0)
+}
+
+// TestReadyAt checks ReadyAt against the reference: n fits at the returned
+// instant, and (unless it is now) not one nanosecond before it.
+func TestReadyAt(t *testing.T) {
+	seed := rand.Uint64()
+	t.Logf("seed %d", seed)
+	forEachImpl(t, func(t *testing.T, mk func(int, time.Duration) limiter) {
+		rng := rand.New(rand.NewPCG(seed, 1))
+		for trial := 0; trial < 200; trial++ {
+			limit := 1 + rng.IntN(7)
+			W := time.Duration(1 + rng.IntN(50))
+			l := mk(limit, W)
+			ref := &refModel{limit: int64(limit), window: int64(W)}
+			var at time.Duration
+			for i := 0; i < 30; i++ {
+				at += time.Duration(rng.IntN(int(W)*3/2+1)) - W/8
+				n := 1 + rng.IntN(limit)
+				ref.allowN(int64(at), n)
+				l.AllowN(t0.Add(at), n)
+				q := 1 + rng.IntN(limit)
+				now := t0.Add(at)
+				r, ok := l.ReadyAt(now, q)
+				if !ok {
+					t.Fatalf("ReadyAt(%d) not ok", q)
+				}
+				ro := int64(r.Sub(t0))
+				if ro < int64(at) {
+					t.Fatalf("ReadyAt before now")
+				}
+				fitsAt := func(x int64) bool {
+					tt, ws, p, c, _ := ref.state(x)
+					return ref.fits(p, c, tt-ws, int64(q))
+				}
+				if !fitsAt(ro) {
+					t.Fatalf("trial %d call %d (limit %d W %d): ReadyAt(t0+%d, %d) = t0+%d, where it does not fit", trial, i, limit, W, at, q, ro)
+				}
+				if ro > int64(at) && fitsAt(ro-1) {
+					t.Fatalf("trial %d call %d (limit %d W %d): ReadyAt(t0+%d, %d) = t0+%d, but it fits 1ns earlier", trial, i, limit, W, at, q, ro)
+				}
+			}
+		}
+	})
+}
+
+// TestMatchesReference replays random call sequences, including time going
+// backwards and long idle gaps, on both implementations and on refModel, and
+// checks every decision and TokensAt. It also checks the window bound on the
+// stamps: sequential histories stay within max(limit, 2*limit-2).
+func TestMatchesReference(t *testing.T) {
+	seed := rand.Uint64()
+	t.Logf("seed %d", seed)
+	forEachImpl(t, func(t *testing.T, mk func(int, time.Duration) limiter) {
+		rng := rand.New(rand.NewPCG(seed, 2))
+		for trial := 0; trial < 300; trial++ {
+			limit := 1 + rng.IntN(9)
+			W := time.Duration(1 + rng.IntN(40))
+			l := mk(limit, W)
+			ref := &refModel{limit: int64(limit), window: int64(W)}
+			var at time.Duration
+			for i := 0; i < 80; i++ {
+				switch rng.IntN(10) {
+				case 0:
+					at -= time.Duration(rng.IntN(int(W) + 1))
+				case 1:
+					at += time.Duration(rng.IntN(5)) * W
+				default:
+					at += time.Duration(rng.IntN(int(W)/2 + 1))
+				}
+				n := rng.IntN(limit+2) - rng.IntN(2)
+				want := ref.allowN(int64(at), n)
+				if got := l.AllowN(t0.Add(at), n); got != want {
+					t.Fatalf("trial %d call %d (limit %d, W %d): AllowN(t0+%d, %d) = %v, want %v", trial, i, limit, W, at, n, got, want)
+				}
+				if got, want := l.TokensAt(t0.Add(at)), ref.tokensAt(int64(at)); int64(got) != want {
+					t.Fatalf("trial %d call %d: TokensAt(t0+%d) = %d, want %d", trial, i, at, got, want)
+				}
+			}
+			if got, bound := maxInAnyWindow(ref.stamps, int64(W)), int64(max(limit, 2*limit-2)); got > bound {
+				t.Fatalf("trial %d: %d admitted in one window, bound %d", trial, got, bound)
+			}
+		}
+	})
+}
+
+// TestIdleAtIsExact: whenever IdleAt(now) is true, the limiter must decide
+// every later call exactly as a new limiter.
+func TestIdleAtIsExact(t *testing.T) {
+	seed := rand.Uint64()
+	t.Logf("seed %d", seed)
+	forEachImpl(t, func(t *testing.T, mk func(int, time.Duration) limiter) {
+		rng := rand.New(rand.NewPCG(seed, 3))
+		idles := 0
+		for trial := 0; trial < 200; trial++ {
+			limit := 1 + rng.IntN(5)
+			W := time.Duration(1 + rng.IntN(20))
+			l := mk(limit, W)
+			var fresh limiter
+			var at time.Duration
+			for i := 0; i < 60; i++ {
+				at += time.Duration(rng.IntN(int(W)*3 + 1))
+				now := t0.Add(at)
+				if fresh == nil && l.IdleAt(now) {
+					fresh = mk(limit, W)
+					idles++
+				}
+				n := 1 + rng.IntN(limit)
+				got := l.AllowN(now, n)
+				if fresh != nil {
+					if want := fresh.AllowN(now, n); got != want {
+						t.Fatalf("trial %d call %d: idle limiter decided %v, new limiter %v", trial, i, got, want)
+					}
+				}
+			}
+		}
+		if idles == 0 {
+			t.Fatal("IdleAt was never true")
+		}
+	})
+}
+
+func TestIdleAtBoundary(t *testing.T) {
+	const W = time.Second
+	forEachImpl(t, func(t *testing.T, mk func(int, time.Duration) limiter) {
+		l := mk(3, W)
+		if !l.IdleAt(t0) {
+			t.Error("new limiter not idle")
+		}
+		l.AllowN(t0, 1)
+		for _, c := range []struct {
+			at   time.Duration
+			want bool
+		}{{-W, false}, {0, false}, {W, false}, {2*W - 1, false}, {2 * W, true}, {100 * W, true}} {
+			if got := l.IdleAt(t0.Add(c.at)); got != c.want {
+				t.Errorf("IdleAt(t0+%v) = %v, want %v", c.at, got, c.want)
+			}
+		}
+	})
+}
+
+// TestReachesSequentialBound builds the worst case for calls made one at a
+// time: 2*limit-2 in one window of length W (docs/window.md).
+func TestReachesSequentialBound(t *testing.T) {
+	const W = time.Second
+	for _, limit := range []int{2, 3, 10, 100} {
+		forEachImpl(t, func(t *testing.T, mk func(int, time.Duration) limiter) {
+			l := mk(limit, W)
+			steps := []tstep{
+				{0, 1, true, -1, "anchor"},
+				{W - 1, limit - 1, true, -1, "fill the anchor window at its last instant"},
+				{2*W - 2, limit - 1, true, -1, "prev=limit weighs limit*2ns: limit-1 fit"},
+			}
+			runSteps(t, l, steps)
+			stamps := []refStamp{{0, 1}, {int64(W - 1), int64(limit - 1)}, {int64(2*W - 2), int64(limit - 1)}}
+			if got := maxInAnyWindow(stamps, int64(W)); got != int64(2*limit-2) {
+				t.Errorf("limit %d: max in a window = %d, want %d", limit, got, 2*limit-2)
+			}
+		})
+	}
+}
+
+// TestReachesBound builds 2*limit-1 in one window, from the state a
+// concurrent race can leave: a window that starts without an admission at
+// its start (docs/window.md).
+func TestReachesBound(t *testing.T) {
+	const W = time.Second
+	for _, limit := range []int{1, 2, 10, 100} {
+		forEachImpl(t, func(t *testing.T, mk func(int, time.Duration) limiter) {
+			l := mk(limit, W)
+			l.setState(t0, 0, 0)
+			steps := []tstep{{W - 1, limit, true, -1, "the whole limit at the window's last instant"}}
+			if limit > 1 {
+				steps = append(steps,
+					tstep{2*W - 2, limit - 1, true, -1, "limit-1 more, 2ns before the next window's end"},
+					tstep{2*W - 2, 1, false, 0, "and no more"})
+			}
+			runSteps(t, l, steps)
+		})
+	}
+}
+
+// TestNeverExceedsBound: random bursts at random instants never put more
+// than 2*limit-1 in a window, even starting from a raced state.
+func TestNeverExceedsBound(t *testing.T) {
+	seed := rand.Uint64()
+	t.Logf("seed %d", seed)
+	forEachImpl(t, func(t *testing.T, mk func(int, time.Duration) limiter) {
+		rng := rand.New(rand.NewPCG(seed, 4))
+		for trial := 0; trial < 300; trial++ {
+			limit := 1 + rng.IntN(12)
+			W := time.Duration(2 + rng.IntN(100))
+			l := mk(limit, W)
+			raced := rng.IntN(2) == 0
+			var at time.Duration
+			if raced {
+				l.setState(t0, 0, 0)
+			}
+			var stamps []refStamp
+			for i := 0; i < 200; i++ {
+				at += time.Duration(rng.IntN(int(W)/3 + 1))
+				if rng.IntN(20) == 0 {
+					at += 2 * W
+				}
+				n := 1 + rng.IntN(limit)
+				if l.AllowN(t0.Add(at), n) {
+					stamps = append(stamps, refStamp{int64(at), int64(n)})
+				}
+			}
+			bound := int64(2*limit - 1)
+			if !raced {
+				bound = int64(max(limit, 2*limit-2))
+			}
+			if got := maxInAnyWindow(stamps, int64(W)); got > bound {
+				t.Fatalf("trial %d (limit %d, W %d, raced %v): %d in one window, bound %d", trial, limit, W, raced, got, bound)
+			}
+		}
+	})
+}
+
+// TestGenerationWraps: the 24-bit generation wraps without confusing an
+// installed state with a pending one.
+func TestGenerationWraps(t *testing.T) {
+	const W = time.Second
+	l, _ := New(5, W)
+	l.AllowN(t0, 2)
+	c := l.cnt.Load()
+	l.cnt.Store(c | (1<<24-1)<<genShift) // generation 2^24-1: parity 1
+	l.at.Store(l.at.Load() | 1)          // keep at's parity in step
+	ref := &refModel{limit: 5, window: int64(W)}
+	ref.allowN(0, 2)
+	for i, at := range []time.Duration{W, W + W/2, 2 * W, 3 * W, 3*W + 1, 6 * W, 7 * W} {
+		want := ref.allowN(int64(at), 2)
+		if got := l.AllowN(t0.Add(at), 2); got != want {
+			t.Fatalf("call %d at t0+%v: got %v, want %v (gen %d)", i, at, got, want, l.cnt.Load()>>genShift)
+		}
+	}
+	if g := l.cnt.Load() >> genShift; g >= 1<<23 {
+		t.Errorf("generation %d did not wrap", g)
+	}
+}
+
+func TestFitsExact(t *testing.T) {
+	// Against math/big at the extremes of the supported range.
+	rng := rand.New(rand.NewPCG(5, 5))
+	for i := 0; i < 100000; i++ {
+		limit := 1 + rng.Int64N(MaxLimit)
+		w := 1 + rng.Int64N(maxWindow)
+		if i%3 == 0 {
+			limit, w = MaxLimit, maxWindow-rng.Int64N(3)
+		}
+		prev := rng.Int64N(limit + 1)
+		curr := rng.Int64N(limit + 1)
+		el := rng.Int64N(w)
+		n := 1 + rng.Int64N(limit)
+		lhs := new(big.Int).Mul(big.NewInt(prev), big.NewInt(w-el))
+		lhs.Add(lhs, new(big.Int).Mul(big.NewInt(curr+n), big.NewInt(w)))
+		rhs := new(big.Int).Mul(big.NewInt(limit), big.NewInt(w))
+		if got, want := fits(limit, w, prev, curr, el, n), lhs.Cmp(rhs) <= 0; got != want {
+			t.Fatalf("fits(%d, %d, %d, %d, %d, %d) = %v, want %v", limit, w, prev, curr, el, n, got, want)
+		}
+		// tokens is the largest n that fits.
+		tk := tokens(limit, w, prev, curr, el)
+		if tk > 0 && !fits(limit, w, prev, curr, el, tk) || tk < limit && fits(limit, w, prev, curr, el, tk+1) {
+			t.Fatalf("tokens(%d, %d, %d, %d, %d) = %d is not the largest n that fits", limit, w, prev, curr, el, tk)
+		}
+	}
+}
+
+func TestSize(t *testing.T) {
+	var l Limiter
+	if size := unsafe.Sizeof(l); size != 2*cacheLine {
+		t.Errorf("size of Limiter = %d, want %d (two cache lines)", size, 2*cacheLine)
+	}
+	if off := unsafe.Offsetof(l.cnt); off != cacheLine {
+		t.Errorf("cnt at offset %d, want %d (its own cache line)", off, cacheLine)
+	}
+	if off := unsafe.Offsetof(l.at); off+8 > cacheLine {
+		t.Errorf("at at offset %d, want it in the first cache line", off)
+	}
+}
+
+func TestZeroAllocs(t *testing.T) {
+	forEachImpl(t, func(t *testing.T, mk func(int, time.Duration) limiter) {
+		l := mk(1000, time.Millisecond)
+		now := t0
+		allocs := testing.AllocsPerRun(1000, func() {
+			now = now.Add(time.Microsecond)
+			l.Allow()
+			l.AllowN(now, 1)
+			l.AllowN(now, 2000)
+			l.TokensAt(now)
+			l.ReadyAt(now, 1)
+			l.IdleAt(now)
+		})
+		if allocs != 0 {
+			t.Errorf("%v allocs per run, want 0", allocs)
+		}
+	})
+}
+
+func TestWait(t *testing.T) {
+	forEachImpl(t, func(t *testing.T, mk func(int, time.Duration) limiter) {
+		synctest.Test(t, func(t *testing.T) {
+			l := mk(2, time.Second)
+			start := time.Now()
+			if !l.Allow() || !l.Allow() {
+				t.Fatal("first two Allow refused")
+			}
+			// Next window from start+1s with prev=2: one fits from elapsed
+			// 0.5s, so at start+1.5s.
+			if err := l.Wait(context.Background()); err != nil {
+				t.Fatalf("Wait: %v", err)
+			}
+			if got := time.Since(start); got != 1500*time.Millisecond {
+				t.Errorf("Wait returned after %v, want 1.5s", got)
+			}
+			if err := l.WaitN(context.Background(), 0); err != nil {
+				t.Errorf("WaitN(0) = %v", err)
+			}
+		})
+	})
+}
+
+func TestWaitErrors(t *testing.T) {
+	forEachImpl(t, func(t *testing.T, mk func(int, time.Duration) limiter) {
+		synctest.Test(t, func(t *testing.T) {
+			l := mk(2, time.Second)
+			for _, n := range []int{-1, 3} {
+				if err := l.WaitN(context.Background(), n); !errors.Is(err, ErrNeverReady) || !strings.HasPrefix(err.Error(), "window: ") {
+					t.Errorf("WaitN(%d) = %v, want window: ... ErrNeverReady", n, err)
+				}
+			}
+			l.AllowN(time.Now(), 2)
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			defer cancel()
+			if err := l.Wait(ctx); !errors.Is(err, ErrDeadline) {
+				t.Errorf("Wait with 1s deadline, ready in 1.5s: %v, want ErrDeadline", err)
+			}
+			ctx2, cancel2 := context.WithCancel(context.Background())
+			go func() {
+				time.Sleep(100 * time.Millisecond) // fake time inside the bubble
+				cancel2()
+			}()
+			if err := l.Wait(ctx2); !errors.Is(err, context.Canceled) {
+				t.Errorf("Wait cancelled after 100ms: %v, want context.Canceled", err)
+			}
+			if got := l.TokensAt(time.Now()); got != 0 {
+				t.Errorf("a failed Wait admitted something: TokensAt = %d", got)
+			}
+		})
+	})
+}
+
+func TestLimitWindow(t *testing.T) {
+	forEachImpl(t, func(t *testing.T, mk func(int, time.Duration) limiter) {
+		l := mk(7, 3*time.Second)
+		if l.Limit() != 7 || l.Window() != 3*time.Second {
+			t.Errorf("Limit, Window = %d, %v", l.Limit(), l.Window())
+		}
+	})
+}
