@@ -1,0 +1,370 @@
+package fuzz
+
+import (
+	"fmt"
+	"math/big"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/slidelimit/slidelimit/multi"
+)
+
+// The multi targets decode a rule set from the first bytes and a call
+// sequence from the rest, and replay it through the limiter and through one
+// naive reference per rule combined with the all-or-nothing rule: a call is
+// admitted iff every rule's reference admits it, and then every reference
+// records it. Before each call they compare TokensAt, RemainingAt (per rule),
+// ReadyAt and IdleAt; at the end they check every rule's bound over windows
+// of every alignment.
+
+// multiWindows are the windows a decoded rule may get (nanoseconds): tiny,
+// coprime and nested ones, so that windows of several rules interleave.
+var multiWindows = [8]time.Duration{7, 10, 64, 100, 333, 1000, 10_000, 1_000_000}
+
+// decodeRules reads the rule count and one byte per rule: limit 1..8 and a
+// window from multiWindows. It returns the rules and the rest of data.
+func decodeRules(data []byte) ([]multi.Rule, []byte) {
+	if len(data) == 0 {
+		return []multi.Rule{{Limit: 2, Window: 10}}, nil
+	}
+	nr := 1 + int(data[0])%4
+	data = data[1:]
+	rules := make([]multi.Rule, 0, nr)
+	for i := 0; i < nr; i++ {
+		var b byte
+		if i < len(data) {
+			b = data[i]
+		}
+		rules = append(rules, multi.Rule{Limit: 1 + int(b%8), Window: multiWindows[(b>>3)%8]})
+	}
+	return rules, data[min(nr, len(data)):]
+}
+
+// multiSeeds are the step tables of multi's tests and a few edges, as fuzz
+// seeds: rule bytes first, then (step, n) pairs.
+func multiSeeds(f *testing.F) {
+	f.Add([]byte{1, 1 | 1<<3, 2 | 3<<3, 0, 0, 0, 0, 0, 0, 8, 0, 8, 0, 20, 0})
+	f.Add([]byte{0, 3, 0, 0, 0, 0, 0, 0, 0, 0, 16, 0, 0, 200, 0, 245})
+	f.Add([]byte{3, 7 | 7<<3, 0, 1<<3 | 1, 2<<3 | 4, 0, 0, 1, 0, 2, 0, 0x81, 0, 0x90, 150, 17, 0, 16, 238})
+	f.Add([]byte{2, 2 | 4<<3, 2 | 4<<3, 5 | 2<<3, 0, 235, 19, 0, 18, 0, 9, 0, 10, 0, 0xc0, 0, 0xc0, 0})
+	f.Add([]byte{1, 7 | 6<<3, 0 | 5<<3, 0, 239, 22, 0, 0, 0, 17, 0, 0, 250, 0, 247})
+}
+
+// multiLog is the exact reference: one sorted-slice log shared by the rules,
+// each rule checking its own window.
+type multiLog struct {
+	rules  []multi.Rule
+	latest int64
+	seen   bool
+	log    []stamp
+}
+
+func (o *multiLog) clamp(now int64) int64 {
+	if o.seen && now < o.latest {
+		return o.latest
+	}
+	return now
+}
+
+func (o *multiLog) remaining(t int64) []int {
+	t = o.clamp(t)
+	out := make([]int, len(o.rules))
+	for i, r := range o.rules {
+		out[i] = max(0, r.Limit-int(costIn(o.log, t-int64(r.Window), t)))
+	}
+	return out
+}
+
+func (o *multiLog) fits(t int64, n int) bool {
+	for _, v := range o.remaining(t) {
+		if n > v {
+			return false
+		}
+	}
+	return true
+}
+
+func (o *multiLog) allowN(now int64, n int) bool {
+	if n == 0 {
+		return true
+	}
+	if n < 0 {
+		return false
+	}
+	t := o.clamp(now)
+	if !o.fits(t, n) {
+		return false
+	}
+	o.log = append(o.log, stamp{at: t, cost: int64(n)})
+	o.latest, o.seen = t, true
+	return true
+}
+
+// readyAt tries every instant at which some stamp leaves some rule's window.
+func (o *multiLog) readyAt(now int64, n int) (int64, bool) {
+	if n == 0 {
+		return now, true
+	}
+	if n < 0 || n > slices.MinFunc(o.rules, func(a, b multi.Rule) int { return a.Limit - b.Limit }).Limit {
+		return 0, false
+	}
+	t := o.clamp(now)
+	if o.fits(t, n) {
+		return now, true
+	}
+	var cands []int64
+	for _, s := range o.log {
+		for _, r := range o.rules {
+			if c := s.at + int64(r.Window); c > t {
+				cands = append(cands, c)
+			}
+		}
+	}
+	slices.Sort(cands)
+	for _, c := range cands {
+		if o.fits(c, n) {
+			return c, true
+		}
+	}
+	panic("unreachable: every stamp eventually leaves")
+}
+
+func (o *multiLog) idleAt(now int64) bool {
+	var w int64
+	for _, r := range o.rules {
+		w = max(w, int64(r.Window))
+	}
+	return !o.seen || o.latest <= now-w
+}
+
+// multiTwo is the two-counter reference: per rule the start of its current
+// window and its counters, the formula in big integers. A rule's windows
+// start at its first admission and follow each other back to back; once
+// two windows have passed since the current one started (both counters
+// zero), the next admission starts a new series.
+type multiTwo struct {
+	rules  []multi.Rule
+	latest int64
+	seen   bool
+	st     []twoCounters
+	log    []stamp // admissions, for the bounds
+}
+
+type twoCounters struct{ start, prev, curr int64 }
+
+func (o *multiTwo) clamp(now int64) int64 {
+	if o.seen && now < o.latest {
+		return o.latest
+	}
+	return now
+}
+
+func (o *multiTwo) view(i int, t int64) (twoCounters, int64) {
+	w := int64(o.rules[i].Window)
+	if o.seen {
+		s := o.st[i]
+		if t-s.start < w {
+			return s, t - s.start
+		}
+		if t-s.start < 2*w {
+			return twoCounters{start: s.start + w, prev: s.curr}, t - s.start - w
+		}
+	}
+	return twoCounters{start: t}, 0
+}
+
+func (o *multiTwo) admits(i int, c twoCounters, el int64, n int) bool {
+	r := o.rules[i]
+	w := big.NewInt(int64(r.Window))
+	lhs := new(big.Int).Mul(big.NewInt(c.prev), new(big.Int).Sub(w, big.NewInt(el)))
+	lhs.Add(lhs, new(big.Int).Mul(big.NewInt(c.curr+int64(n)), w))
+	return lhs.Cmp(new(big.Int).Mul(big.NewInt(int64(r.Limit)), w)) <= 0
+}
+
+func (o *multiTwo) fits(t int64, n int) bool {
+	for i := range o.rules {
+		c, el := o.view(i, t)
+		if !o.admits(i, c, el, n) {
+			return false
+		}
+	}
+	return true
+}
+
+func (o *multiTwo) remaining(t int64) []int {
+	t = o.clamp(t)
+	out := make([]int, len(o.rules))
+	for i, r := range o.rules {
+		c, el := o.view(i, t)
+		for out[i] < r.Limit && o.admits(i, c, el, out[i]+1) {
+			out[i]++
+		}
+	}
+	return out
+}
+
+func (o *multiTwo) allowN(now int64, n int) bool {
+	if n == 0 {
+		return true
+	}
+	if n < 0 {
+		return false
+	}
+	t := o.clamp(now)
+	if !o.fits(t, n) {
+		return false
+	}
+	for i := range o.rules {
+		c, _ := o.view(i, t)
+		c.curr += int64(n)
+		o.st[i] = c
+	}
+	o.latest, o.seen = t, true
+	o.log = append(o.log, stamp{at: t, cost: int64(n)})
+	return true
+}
+
+// readyAt searches for the first instant that fits: the instants that fit
+// form an up-set (counters only decay while nothing is admitted), and every
+// rule fits two windows on.
+func (o *multiTwo) readyAt(now int64, n int) (int64, bool) {
+	if n == 0 {
+		return now, true
+	}
+	if n < 0 || n > slices.MinFunc(o.rules, func(a, b multi.Rule) int { return a.Limit - b.Limit }).Limit {
+		return 0, false
+	}
+	t := o.clamp(now)
+	if o.fits(t, n) {
+		return now, true
+	}
+	lo, hi := t, t
+	for _, r := range o.rules {
+		hi = max(hi, t+2*int64(r.Window))
+	}
+	for lo < hi { // fits(hi), and lo does not fit or lo == t
+		mid := lo + (hi-lo)/2
+		if o.fits(mid, n) {
+			hi = mid
+		} else {
+			lo = mid + 1
+		}
+	}
+	return hi, true
+}
+
+func (o *multiTwo) idleAt(now int64) bool {
+	if !o.seen {
+		return true
+	}
+	if now < o.latest {
+		return false
+	}
+	for i := range o.rules {
+		if c, _ := o.view(i, now); c.prev != 0 || c.curr != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// multiUnderTest is what both flavours provide.
+type multiUnderTest interface {
+	AllowN(now time.Time, n int) bool
+	TokensAt(now time.Time) int
+	ReadyAt(now time.Time, n int) (time.Time, bool)
+	IdleAt(now time.Time) bool
+}
+
+// multiRemaining is the per-rule reader, checked when the flavour has it.
+type multiRemaining interface {
+	RemainingAt(now time.Time, dst []int) []int
+}
+
+// multiRef is what both references provide.
+type multiRef interface {
+	allowN(now int64, n int) bool
+	remaining(now int64) []int
+	readyAt(now int64, n int) (int64, bool)
+	idleAt(now int64) bool
+}
+
+// replayMulti replays the calls data decodes to through l and ref, and
+// fails at the first answer where they differ.
+func replayMulti(t *testing.T, rules []multi.Rule, data []byte, l multiUnderTest, ref multiRef) {
+	t.Helper()
+	minLimit, maxLimit := rules[0].Limit, 0
+	for _, r := range rules {
+		minLimit, maxLimit = min(minLimit, r.Limit), max(maxLimit, r.Limit)
+	}
+	t0 := time.Now()
+	var now int64
+	var buf []int
+	for i, o := range decodeOps(data, rules[0].Window, maxLimit) {
+		now += int64(o.dt)
+		at := t0.Add(time.Duration(now))
+		want := ref.remaining(now)
+		if r, ok := l.(multiRemaining); ok {
+			buf = r.RemainingAt(at, buf[:0])
+			if fmt.Sprint(buf) != fmt.Sprint(want) {
+				t.Fatalf("rules %v call %d: RemainingAt(%d) = %v, reference %v", rules, i, now, buf, want)
+			}
+		}
+		if got, w := l.TokensAt(at), slices.Min(want); got != w {
+			t.Fatalf("rules %v call %d: TokensAt(%d) = %d, reference %d", rules, i, now, got, w)
+		}
+		ga, gok := l.ReadyAt(at, o.n)
+		wa, wok := ref.readyAt(now, o.n)
+		if gok != wok || gok && ga.Sub(t0) != time.Duration(wa) {
+			t.Fatalf("rules %v call %d: ReadyAt(%d, %d) = %d, %v; reference %d, %v", rules, i, now, o.n, ga.Sub(t0), gok, wa, wok)
+		}
+		if got, w := l.IdleAt(at), ref.idleAt(now); got != w {
+			t.Fatalf("rules %v call %d: IdleAt(%d) = %v, reference %v", rules, i, now, got, w)
+		}
+		if got, w := l.AllowN(at, o.n), ref.allowN(now, o.n); got != w {
+			t.Fatalf("rules %v call %d: AllowN(%d, %d) = %v, reference %v", rules, i, now, o.n, got, w)
+		}
+	}
+}
+
+// FuzzMulti checks the exact flavour decision by decision against one naive
+// log per rule, and the bound of every rule over windows of every alignment.
+func FuzzMulti(f *testing.F) {
+	multiSeeds(f)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		rules, ops := decodeRules(data)
+		l, err := multi.New(rules...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ref := &multiLog{rules: rules}
+		replayMulti(t, rules, ops, l, ref)
+		for _, r := range rules {
+			if m := maxInAnyWindow(ref.log, int64(r.Window)); m > int64(r.Limit) {
+				t.Fatalf("rules %v: %d admitted in some window of %v, limit %d", rules, m, r.Window, r.Limit)
+			}
+		}
+	})
+}
+
+// FuzzMultiApprox checks the approximate flavour decision by decision
+// against the two-counter formula of every rule in big integers, and the
+// 2*limit-1 bound of every rule over windows of every alignment.
+func FuzzMultiApprox(f *testing.F) {
+	multiSeeds(f)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		rules, ops := decodeRules(data)
+		l, err := multi.NewApprox(rules...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ref := &multiTwo{rules: rules, st: make([]twoCounters, len(rules))}
+		replayMulti(t, rules, ops, l, ref)
+		for _, r := range rules {
+			if m := maxInAnyWindow(ref.log, int64(r.Window)); m > int64(2*r.Limit-1) {
+				t.Fatalf("rules %v: %d admitted in some window of %v, bound %d", rules, m, r.Window, 2*r.Limit-1)
+			}
+		}
+	})
+}

@@ -1,0 +1,76 @@
+package multi
+
+import (
+	"testing"
+	"time"
+)
+
+// TestAcquireGrows takes every slot of the table, as callers suspended in
+// the middle of an admission would, and checks that each acquire gets a
+// distinct slot (growing the table) and that decisions stay correct.
+func TestAcquireGrows(t *testing.T) {
+	a, err := NewApprox(Rule{3, time.Second}, Rule{5, time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Now()
+	if !a.AllowN(t0, 1) {
+		t.Fatal("first call refused")
+	}
+	seen := map[uint64]bool{a.head.Load() & idxMask: true}
+	for range 100 {
+		idx, s := a.acquire()
+		if seen[idx] {
+			t.Fatalf("slot %d handed out twice", idx)
+		}
+		seen[idx] = true
+		if &a.slot(idx)[0] != &s[0] {
+			t.Fatalf("slot %d: acquire and slot disagree", idx)
+		}
+		// A suspended writer leaves the slot owned, tag 0.
+	}
+	// 101 slots taken (the head and 100 scratch): chunks of 2, 4, ..., 64.
+	if got := Slots(a); got != 126 {
+		t.Errorf("table holds %d slots, want 126", got)
+	}
+	if !a.AllowN(t0, 2) || a.AllowN(t0, 1) {
+		t.Error("decisions changed after the table grew")
+	}
+	if got := a.RemainingAt(t0, nil); len(got) != 2 || got[0] != 0 || got[1] != 2 {
+		t.Errorf("RemainingAt = %v, want [0 2]", got)
+	}
+}
+
+// TestSlotLayout checks the index arithmetic of the chunked table.
+func TestSlotLayout(t *testing.T) {
+	a, _ := NewApprox(Rule{1, 1})
+	total := uint64(0)
+	for c := range maxChunks {
+		total += 2 << c
+	}
+	if total > idxMask+1 {
+		t.Fatalf("%d slots do not fit %d index bits", total, idxBits)
+	}
+	if a.stride%8 != 0 || a.stride < ruleW+2 {
+		t.Errorf("stride %d", a.stride)
+	}
+}
+
+// TestTagWraps checks that the tag skips 0 (the mark of a slot being
+// written) when it wraps around.
+func TestTagWraps(t *testing.T) {
+	a, _ := NewApprox(Rule{1000, time.Second})
+	s := a.slot(0)
+	s[stateW].Store(tagMask<<1 | owned)
+	a.head.Store(tagMask << idxBits)
+	t0 := time.Now()
+	if !a.AllowN(t0, 1) || !a.AllowN(t0, 1) {
+		t.Fatal("refused across the wrap")
+	}
+	if tag := a.head.Load() >> idxBits; tag != 2 {
+		t.Errorf("tag after the wrap = %d, want 2", tag)
+	}
+	if got := a.TokensAt(t0); got != 998 {
+		t.Errorf("TokensAt = %d, want 998", got)
+	}
+}

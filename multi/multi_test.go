@@ -1,0 +1,640 @@
+package multi_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/slidelimit/slidelimit/multi"
+)
+
+// lim is the method set both flavours share.
+type lim interface {
+	Allow() bool
+	AllowN(now time.Time, n int) bool
+	TokensAt(now time.Time) int
+	ReadyAt(now time.Time, n int) (time.Time, bool)
+	IdleAt(now time.Time) bool
+	Wait(ctx context.Context) error
+	WaitN(ctx context.Context, n int) error
+	Limit() int
+	Window() time.Duration
+	Rules() []multi.Rule
+}
+
+var (
+	_ lim = (*multi.Limiter)(nil)
+	_ lim = (*multi.Approx)(nil)
+)
+
+// impls runs every shared test against both flavours (and their references).
+var impls = []struct {
+	name   string
+	new    func(rules ...multi.Rule) (lim, error)
+	oracle func(rules []multi.Rule) oracle
+}{
+	{
+		name: "exact",
+		new: func(rules ...multi.Rule) (lim, error) {
+			l, err := multi.New(rules...)
+			if err != nil {
+				return nil, err
+			}
+			return l, nil
+		},
+		oracle: func(rules []multi.Rule) oracle { return newLogOracle(rules) },
+	},
+	{
+		name: "approx",
+		new: func(rules ...multi.Rule) (lim, error) {
+			l, err := multi.NewApprox(rules...)
+			if err != nil {
+				return nil, err
+			}
+			return l, nil
+		},
+		oracle: func(rules []multi.Rule) oracle { return newApproxOracle(rules) },
+	},
+}
+
+// remainingAt is l.RemainingAt, or nil, false for a flavour without it.
+func remainingAt(l lim, at time.Time) ([]int, bool) {
+	r, ok := l.(interface {
+		RemainingAt(time.Time, []int) []int
+	})
+	if !ok {
+		return nil, false
+	}
+	return r.RemainingAt(at, nil), true
+}
+
+func mustNew(t testing.TB, newf func(...multi.Rule) (lim, error), rules ...multi.Rule) lim {
+	t.Helper()
+	l, err := newf(rules...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+func TestNewErrors(t *testing.T) {
+	ms, s := time.Millisecond, time.Second
+	wr := fmt.Sprintf("window must be between 1ns and %v, got", multi.MaxWindow)
+	tests := []struct {
+		rules []multi.Rule
+		want  string // "" for no error
+	}{
+		{nil, "multi: at least one rule is required, got none"},
+		{[]multi.Rule{{0, s}}, "multi: rule 0: limit must be between 1 and 1073741824, got 0"},
+		{[]multi.Rule{{10, s}, {-1, s}}, "multi: rule 1: limit must be between 1 and 1073741824, got -1"},
+		{[]multi.Rule{{10, s}, {multi.MaxLimit + 1, s}}, "multi: rule 1: limit must be between 1 and 1073741824, got 1073741825"},
+		{[]multi.Rule{{10, s}, {5, ms}, {3, 0}}, "multi: rule 2: " + wr + " 0s"},
+		{[]multi.Rule{{10, -s}}, "multi: rule 0: " + wr + " -1s"},
+		{[]multi.Rule{{10, multi.MaxWindow + 1}}, "multi: rule 0: " + wr + " " + (multi.MaxWindow + 1).String()},
+		{[]multi.Rule{{1, 1}}, ""},
+		{[]multi.Rule{{10, s}, {10, s}}, ""},             // duplicate
+		{[]multi.Rule{{10, s}, {5, s}}, ""},              // redundant
+		{[]multi.Rule{{3, multi.MaxWindow}, {1, 1}}, ""}, // extremes
+	}
+	for _, impl := range impls {
+		for i, tt := range tests {
+			l, err := impl.new(tt.rules...)
+			switch {
+			case tt.want == "" && err != nil:
+				t.Errorf("%s: case %d: New(%v) = %v, want no error", impl.name, i, tt.rules, err)
+			case tt.want != "" && (err == nil || err.Error() != tt.want):
+				t.Errorf("%s: case %d: New(%v) = %v, want %q", impl.name, i, tt.rules, err, tt.want)
+			case tt.want != "" && l != nil:
+				t.Errorf("%s: case %d: New(%v) returned a limiter with an error", impl.name, i, tt.rules)
+			}
+		}
+	}
+}
+
+func TestAccessors(t *testing.T) {
+	rules := []multi.Rule{{100, time.Hour}, {10, time.Second}, {50, time.Minute}}
+	for _, impl := range impls {
+		l := mustNew(t, impl.new, rules...)
+		if l.Limit() != 10 || l.Window() != time.Hour {
+			t.Errorf("%s: Limit, Window = %d, %v; want 10, 1h", impl.name, l.Limit(), l.Window())
+		}
+		got := l.Rules()
+		got[0].Limit = 7 // a copy
+		if fmt.Sprint(l.Rules()) != fmt.Sprint(rules) {
+			t.Errorf("%s: Rules() = %v, want %v", impl.name, l.Rules(), rules)
+		}
+	}
+}
+
+// step is one timed call: at t0+at, AllowN(n) must return want.
+type step struct {
+	at   time.Duration
+	n    int
+	want bool
+}
+
+func runSteps(t *testing.T, name string, l lim, t0 time.Time, steps []step) {
+	t.Helper()
+	for i, s := range steps {
+		if got := l.AllowN(t0.Add(s.at), s.n); got != s.want {
+			t.Errorf("%s: step %d: AllowN(t0+%v, %d) = %v, want %v", name, i, s.at, s.n, got, s.want)
+		}
+	}
+}
+
+func TestStepsExact(t *testing.T) {
+	ms := time.Millisecond
+	l, err := multi.New(multi.Rule{2, 10 * ms}, multi.Rule{3, 100 * ms})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runSteps(t, "exact", l, time.Now(), []step{
+		{0, 1, true},
+		{0, 1, true},
+		{0, 1, false},         // rule 0: 2 in 10ms
+		{10*ms - 1, 1, false}, // the t0 units are still inside (t-10ms, t]
+		{10 * ms, 1, true},    // ... and now outside; rule 1 holds 3
+		{10 * ms, 1, false},   // rule 1 full, rule 0 would admit
+		{50 * ms, 1, false},   // rule 1 still full
+		{100 * ms, 1, true},   // t0's units leave rule 1's window
+		{100 * ms, 2, false},  // rule 0: 1+2 > 2
+		{50 * ms, 1, true},    // stale: decided at t0+100ms
+		{50 * ms, 1, false},   // stale: rule 0 full at t0+100ms
+		{0, 0, true},          // n == 0
+		{0, -1, false},        // n < 0
+		{0, 3, false},         // above the smallest limit
+		{time.Hour, 2, true},  // everything has left
+		{time.Hour + 5*ms, 1, false},
+	})
+}
+
+func TestStepsApprox(t *testing.T) {
+	ms := time.Millisecond
+	l, err := multi.NewApprox(multi.Rule{4, 100 * ms}, multi.Rule{6, time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Both rules' windows start at the first admission, t0.
+	runSteps(t, "approx", l, time.Now(), []step{
+		{0, 2, true},
+		{0, 2, true},
+		{0, 1, false},           // A: curr 4+1 > 4
+		{50 * ms, 1, false},     // same window of A
+		{100 * ms, 1, false},    // A: 4*100 + 1*100 > 4*100
+		{150 * ms, 1, true},     // A: 4*50 + 1*100 <= 400; B: 5 <= 6
+		{150 * ms, 1, true},     // A: 4*50 + 2*100 <= 400; B: 6 <= 6
+		{175 * ms, 1, false},    // B full; A (4*25 + 3*100 <= 400) must not count it
+		{175 * ms, 1, false},    // again
+		{time.Second, 1, false}, // A idle (new series); B: 6*1000 + 1*1000 > 6000
+		{1500 * ms, 1, true},    // B: 6*500 + 1*1000 <= 6000; A new series at 1.5s
+		{1500 * ms, 3, false},   // A: 4 <= 4, but B: 6*500 + 4*1000 > 6000
+		{1500 * ms, 2, true},    // B: 6*500 + 3*1000 = 6000; A: 3 <= 4
+		{1400 * ms, 1, false},   // stale, decided at 1.5s: B full
+		{0, 0, true},
+		{0, -1, false},
+		{0, 5, false}, // above the smallest limit
+		{10 * time.Second, 4, true},
+	})
+}
+
+func TestReadyAtExact(t *testing.T) {
+	ms := time.Millisecond
+	l, _ := multi.New(multi.Rule{2, 10 * ms}, multi.Rule{3, 100 * ms})
+	t0 := time.Now()
+	l.AllowN(t0, 2)
+	checkReady(t, "exact", l, t0, 0, 1, 10*ms, true)
+	l.AllowN(t0.Add(10*ms), 1)
+	checkReady(t, "exact", l, t0, 10*ms, 1, 100*ms, true) // rule 1 needs t0's units gone
+	checkReady(t, "exact", l, t0, 10*ms, 2, 100*ms, true) // rule 0 at 20ms, rule 1 at 100ms
+	checkReady(t, "exact", l, t0, 150*ms, 2, 150*ms, true)
+	checkReady(t, "exact", l, t0, 10*ms, 0, 10*ms, true)
+	checkReadyNever(t, "exact", l, t0, 3)
+	checkReadyNever(t, "exact", l, t0, -1)
+	if got := l.TokensAt(t0.Add(10 * ms)); got != 0 {
+		t.Errorf("TokensAt(t0+10ms) = %d, want 0", got)
+	}
+	if got := l.TokensAt(t0.Add(20 * ms)); got != 0 {
+		t.Errorf("TokensAt(t0+20ms) = %d, want 0 (rule 1)", got)
+	}
+	if got := l.TokensAt(t0.Add(100 * ms)); got != 2 {
+		t.Errorf("TokensAt(t0+100ms) = %d, want 2", got)
+	}
+}
+
+func TestReadyAtApprox(t *testing.T) {
+	ms := time.Millisecond
+	l, _ := multi.NewApprox(multi.Rule{4, 100 * ms}, multi.Rule{6, time.Second})
+	t0 := time.Now()
+	l.AllowN(t0, 4)
+	// A's next window: 4*(100-e) + 1*100 <= 400 from e = 25ms.
+	checkReady(t, "approx", l, t0, 0, 1, 125*ms, true)
+	// n = 4: A admits it once its counters are both zero (t0+200ms), B
+	// in its next window when 4*(1s-e) + 4*1s <= 6s: e >= 0.5s.
+	checkReady(t, "approx", l, t0, 0, 4, 1500*ms, true)
+	checkReady(t, "approx", l, t0, 0, 2, 150*ms, true)
+	checkReady(t, "approx", l, t0, 130*ms, 1, 130*ms, true)
+	checkReadyNever(t, "approx", l, t0, 5)
+	if got := l.RemainingAt(t0.Add(150*ms), nil); fmt.Sprint(got) != "[2 2]" {
+		t.Errorf("RemainingAt(t0+150ms) = %v, want [2 2]", got)
+	}
+	if got := l.TokensAt(t0.Add(150 * ms)); got != 2 {
+		t.Errorf("TokensAt(t0+150ms) = %d, want 2", got)
+	}
+	// B: 6 at t0 = a full window. Its next window admits 1 when
+	// 6*(1s-e) + 1s <= 6s: e >= 1s/6, rounded up to the nanosecond.
+	l.AllowN(t0.Add(150*ms), 2)
+	checkReady(t, "approx", l, t0, 150*ms, 1, time.Second+166666667, true)
+}
+
+func checkReady(t *testing.T, name string, l lim, t0 time.Time, at time.Duration, n int, want time.Duration, wantOK bool) {
+	t.Helper()
+	got, ok := l.ReadyAt(t0.Add(at), n)
+	if ok != wantOK || got.Sub(t0) != want {
+		t.Errorf("%s: ReadyAt(t0+%v, %d) = t0+%v, %v; want t0+%v, %v", name, at, n, got.Sub(t0), ok, want, wantOK)
+	}
+}
+
+func checkReadyNever(t *testing.T, name string, l lim, t0 time.Time, n int) {
+	t.Helper()
+	if got, ok := l.ReadyAt(t0, n); ok || !got.IsZero() {
+		t.Errorf("%s: ReadyAt(t0, %d) = %v, %v; want zero, false", name, n, got, ok)
+	}
+}
+
+// TestRefusedCallChangesNothing is P14: a call refused because one rule is
+// full must leave every rule's state as it was, including the rules that
+// would have admitted it. A twin limiter that never sees the refused calls
+// must answer everything the same, now and later.
+func TestRefusedCallChangesNothing(t *testing.T) {
+	ms := time.Millisecond
+	rules := []multi.Rule{{2, 10 * ms}, {5, time.Hour}, {3, 30 * ms}}
+	for _, impl := range impls {
+		l := mustNew(t, impl.new, rules...)
+		twin := mustNew(t, impl.new, rules...)
+		t0 := time.Now()
+		l.AllowN(t0, 2)
+		twin.AllowN(t0, 2)
+		for i := range 100 {
+			at := t0.Add(time.Duration(i) * 50 * time.Microsecond)
+			var before []uint64
+			if a, ok := l.(*multi.Approx); ok {
+				before = multi.StateOf(a)
+			}
+			if l.AllowN(at, 1) {
+				t.Fatalf("%s: AllowN(t0+%v, 1) admitted; rule 0 is full", impl.name, at.Sub(t0))
+			}
+			if a, ok := l.(*multi.Approx); ok {
+				if after := multi.StateOf(a); fmt.Sprint(after) != fmt.Sprint(before) {
+					t.Fatalf("%s: refused call changed the state: %v -> %v", impl.name, before, after)
+				}
+			}
+		}
+		// Rule 1 (5 per hour) would have admitted every refused call; it
+		// must still hold 2, so 3 remain at t0+20ms (rule 0 empty again).
+		for _, p := range []lim{l, twin} {
+			if got, ok := remainingAt(p, t0.Add(20*ms)); ok && fmt.Sprint(got) != "[2 3 1]" {
+				t.Errorf("%s: RemainingAt(t0+20ms) = %v, want [2 3 1]", impl.name, got)
+			}
+			if got := p.TokensAt(t0.Add(20 * ms)); got != 1 {
+				t.Errorf("%s: TokensAt(t0+20ms) = %v, want 1", impl.name, got)
+			}
+		}
+		compareTwins(t, impl.name, l, twin, t0, 7)
+	}
+}
+
+// compareTwins drives two limiters with the same random calls and requires
+// the same answers from every method.
+func compareTwins(t *testing.T, name string, a, b lim, t0 time.Time, seed uint64) {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(seed, seed))
+	at := t0
+	for i := range 2000 {
+		at = at.Add(time.Duration(rng.IntN(int(3 * time.Millisecond))))
+		n := 1 + rng.IntN(2)
+		if ga, gb := a.TokensAt(at), b.TokensAt(at); ga != gb {
+			t.Fatalf("%s: call %d: TokensAt %d and %d", name, i, ga, gb)
+		}
+		ga, _ := remainingAt(a, at)
+		gb, _ := remainingAt(b, at)
+		if fmt.Sprint(ga) != fmt.Sprint(gb) {
+			t.Fatalf("%s: call %d: RemainingAt %v and %v", name, i, ga, gb)
+		}
+		ra, _ := a.ReadyAt(at, n)
+		rb, _ := b.ReadyAt(at, n)
+		if !ra.Equal(rb) {
+			t.Fatalf("%s: call %d: ReadyAt t0+%v and t0+%v", name, i, ra.Sub(t0), rb.Sub(t0))
+		}
+		if ga, gb := a.AllowN(at, n), b.AllowN(at, n); ga != gb {
+			t.Fatalf("%s: call %d: AllowN %v and %v", name, i, ga, gb)
+		}
+	}
+}
+
+// TestOracleSerial replays random call sequences, with stale instants, bad n
+// and long gaps, through both flavours and their naive references, and
+// requires every answer to match. Seeds are fixed and named in failures.
+func TestOracleSerial(t *testing.T) {
+	ruleSets := [][]multi.Rule{
+		{{1, 10}},
+		{{3, 100}, {5, 1000}},
+		{{2, 10}, {2, 10}},
+		{{5, 100}, {2, 100}, {7, 1000}},
+		{{10, 1000}, {1, 7}, {4, 50}, {20, 5000}},
+	}
+	for _, impl := range impls {
+		for si, rules := range ruleSets {
+			for seed := uint64(1); seed <= 10; seed++ {
+				l := mustNew(t, impl.new, rules...)
+				o := impl.oracle(rules)
+				maxW, maxL := int64(0), 0
+				for _, r := range rules {
+					maxW, maxL = max(maxW, int64(r.Window)), max(maxL, r.Limit)
+				}
+				rng := rand.New(rand.NewPCG(seed, uint64(si)))
+				t0 := time.Now()
+				var now int64
+				for i := range 500 {
+					switch rng.IntN(8) {
+					case 0:
+						now -= rng.Int64N(maxW)
+					case 1:
+						now += maxW * rng.Int64N(3)
+					case 2:
+					default:
+						now += rng.Int64N(maxW/int64(maxL) + 2)
+					}
+					n := 1
+					if rng.IntN(3) == 0 {
+						n = rng.IntN(maxL+3) - 1
+					}
+					at := t0.Add(time.Duration(now))
+					if g, ok := remainingAt(l, at); ok && fmt.Sprint(g) != fmt.Sprint(o.remaining(now)) {
+						w := o.remaining(now)
+						t.Fatalf("%s rules %v seed %d call %d: RemainingAt(%d) = %v, oracle %v", impl.name, rules, seed, i, now, g, w)
+					}
+					if g, w := l.TokensAt(at), o.tokens(now); g != w {
+						t.Fatalf("%s rules %v seed %d call %d: TokensAt(%d) = %d, oracle %d", impl.name, rules, seed, i, now, g, w)
+					}
+					if g, w := l.AllowN(at, n), o.allowN(now, n); g != w {
+						t.Fatalf("%s rules %v seed %d call %d: AllowN(%d, %d) = %v, oracle %v", impl.name, rules, seed, i, now, n, g, w)
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestStressEqualInstants runs goroutines that all present the same instant
+// in each phase, phase after phase. Within a phase the admitted cost must be
+// exactly what the reference admits at that instant (every caller keeps
+// asking until nothing fits), whatever the interleaving. Run it with -race.
+func TestStressEqualInstants(t *testing.T) {
+	ms := time.Millisecond
+	configs := []struct {
+		rules    []multi.Rule
+		attempts int // per goroutine and phase
+		phases   int
+	}{
+		{[]multi.Rule{{5, 10 * ms}, {12, 50 * ms}, {40, time.Second}}, 6, 300},
+		{[]multi.Rule{{300, 10 * ms}, {1000, 50 * ms}}, 150, 60},
+	}
+	for _, cfg := range configs {
+		for _, impl := range impls {
+			stressPhases(t, impl.name, impl.new, impl.oracle(cfg.rules), cfg.rules, 8, cfg.attempts, cfg.phases)
+		}
+	}
+}
+
+func stressPhases(t *testing.T, name string, newf func(...multi.Rule) (lim, error), o oracle,
+	rules []multi.Rule, goroutines, attempts, phases int) {
+	t.Helper()
+	l := mustNew(t, newf, rules...)
+	rng := rand.New(rand.NewPCG(42, 42))
+	t0 := time.Now()
+	var now int64
+	for ph := range phases {
+		now += rng.Int64N(int64(6 * time.Millisecond))
+		at := t0.Add(time.Duration(now))
+		want := o.tokens(now)
+		var got atomic.Int64
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for g := range goroutines {
+			wg.Go(func() {
+				<-start
+				// Costs 2 first, then 1: the last attempts are all 1,
+				// so nothing that fits is left behind.
+				for k := range attempts {
+					n := 1
+					if k < attempts/3 && g%2 == 0 {
+						n = 2
+					}
+					if l.AllowN(at, n) {
+						got.Add(int64(n))
+					}
+				}
+			})
+		}
+		close(start)
+		wg.Wait()
+		if got.Load() != int64(want) {
+			t.Fatalf("%s: phase %d at t0+%v: admitted %d, reference admits %d", name, ph, time.Duration(now), got.Load(), want)
+		}
+		if want > 0 && !o.allowN(now, want) {
+			t.Fatalf("%s: phase %d: the reference refuses its own tokens", name, ph)
+		}
+		if g, ok := remainingAt(l, at); ok && fmt.Sprint(g) != fmt.Sprint(o.remaining(now)) {
+			t.Fatalf("%s: phase %d: RemainingAt = %v, reference %v", name, ph, g, o.remaining(now))
+		}
+	}
+	if a, ok := l.(*multi.Approx); ok {
+		t.Logf("approx %v: %d slots after the stress", rules, multi.Slots(a))
+	}
+}
+
+func TestZeroAllocs(t *testing.T) {
+	rules := []multi.Rule{{10, time.Millisecond}, {100, time.Second}}
+	for _, impl := range impls {
+		l := mustNew(t, impl.new, rules...)
+		now := time.Now()
+		buf := make([]int, 0, 4)
+		cases := map[string]func(){
+			"AllowN": func() { now = now.Add(30 * time.Microsecond); l.AllowN(now, 1) },
+			"deny":   func() { l.AllowN(now, 11) },
+			"full":   func() { l.AllowN(now, 1); l.AllowN(now, 1) },
+			"Allow":  func() { l.Allow() },
+			"Tokens": func() { l.TokensAt(now) },
+			"Remain": func() {
+				if r, ok := l.(interface {
+					RemainingAt(time.Time, []int) []int
+				}); ok {
+					buf = r.RemainingAt(now, buf[:0])
+				}
+			},
+			"Ready": func() { l.ReadyAt(now, 3) },
+			"Idle":  func() { l.IdleAt(now) },
+		}
+		for name, f := range cases {
+			if a := testing.AllocsPerRun(1000, f); a != 0 {
+				t.Errorf("%s: %s: %v allocs per call, want 0", impl.name, name, a)
+			}
+		}
+	}
+}
+
+func TestTimeBackwards(t *testing.T) {
+	for _, impl := range impls {
+		l := mustNew(t, impl.new, multi.Rule{3, time.Second}, multi.Rule{10, time.Minute})
+		t0 := time.Now()
+		if !l.AllowN(t0.Add(time.Hour), 3) {
+			t.Fatalf("%s: first call refused", impl.name)
+		}
+		// A stale instant is the latest one: still full, whatever the gap.
+		for _, back := range []time.Duration{time.Nanosecond, time.Second, time.Hour, 100 * 365 * 24 * time.Hour} {
+			if l.AllowN(t0.Add(time.Hour-back), 1) {
+				t.Errorf("%s: AllowN(latest-%v) admitted", impl.name, back)
+			}
+		}
+		if l.AllowN(time.Time{}, 1) {
+			t.Errorf("%s: AllowN(zero time) admitted", impl.name)
+		}
+		if l.IdleAt(t0) {
+			t.Errorf("%s: IdleAt(before the latest admission) = true", impl.name)
+		}
+		if got, _ := l.ReadyAt(t0, 1); !got.After(t0.Add(time.Hour)) {
+			t.Errorf("%s: ReadyAt(stale) = t0+%v, want after t0+1h", impl.name, got.Sub(t0))
+		}
+	}
+}
+
+func TestIdleAt(t *testing.T) {
+	for _, impl := range impls {
+		l := mustNew(t, impl.new, multi.Rule{3, time.Second}, multi.Rule{10, time.Minute})
+		t0 := time.Now()
+		if !l.IdleAt(t0) {
+			t.Errorf("%s: new limiter not idle", impl.name)
+		}
+		l.AllowN(t0, 1)
+		if l.IdleAt(t0.Add(30 * time.Second)) {
+			t.Errorf("%s: idle 30s after an admission with a 1 minute rule", impl.name)
+		}
+		// Exact: idle one longest window on. Approx: two (the counters of
+		// the window after still weigh the first one).
+		idleAfter := time.Minute
+		if impl.name == "approx" {
+			idleAfter = 2 * time.Minute
+		}
+		if l.IdleAt(t0.Add(idleAfter - 1)) {
+			t.Errorf("%s: idle at t0+%v", impl.name, idleAfter-1)
+		}
+		if !l.IdleAt(t0.Add(idleAfter)) {
+			t.Errorf("%s: not idle at t0+%v", impl.name, idleAfter)
+		}
+	}
+}
+
+// TestExtremes feeds instants and sizes at the edges of the ranges: no
+// panic, and answers that stay sane.
+func TestExtremes(t *testing.T) {
+	far := time.Now().Add(100 * 365 * 24 * time.Hour)
+	for _, impl := range impls {
+		l := mustNew(t, impl.new, multi.Rule{2, multi.MaxWindow}, multi.Rule{1 << 20, 1})
+		for _, at := range []time.Time{{}, time.Unix(-1<<62, 0), time.Now(), far, time.Unix(1<<62, 0)} {
+			l.TokensAt(at)
+			remainingAt(l, at)
+			l.ReadyAt(at, 1)
+			l.ReadyAt(at, 2)
+			l.IdleAt(at)
+		}
+		if !l.AllowN(far, 2) {
+			t.Errorf("%s: AllowN(far, 2) refused", impl.name)
+		}
+		if l.AllowN(far, 1) || l.AllowN(time.Now(), 1) {
+			t.Errorf("%s: admitted past a full MaxWindow rule", impl.name)
+		}
+		if at, ok := l.ReadyAt(far, 1); !ok || at.Before(far) {
+			t.Errorf("%s: ReadyAt(far) = %v, %v", impl.name, at, ok)
+		}
+		for _, n := range []int{math.MaxInt, math.MinInt, 3, -1} {
+			if l.AllowN(far, n) {
+				t.Errorf("%s: AllowN(far, %d) admitted", impl.name, n)
+			}
+		}
+	}
+}
+
+func TestWaitN(t *testing.T) {
+	for _, impl := range impls {
+		t.Run(impl.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				l := mustNew(t, impl.new, multi.Rule{2, time.Second}, multi.Rule{3, 10 * time.Second})
+				ctx := context.Background()
+				start := time.Now()
+				wantAt := []time.Duration{0, 0, time.Second, 10 * time.Second}
+				if impl.name == "approx" {
+					// Rule 0's next window admits 1 from 2*(1s-e)+1s <= 2s,
+					// e >= 0.5s; rule 1's from 3*(10s-e)+10s <= 30s,
+					// e >= 10s - 6.666666666s.
+					wantAt = []time.Duration{0, 0, 1500 * time.Millisecond, 13333333334}
+				}
+				for i, w := range wantAt {
+					if err := l.Wait(ctx); err != nil {
+						t.Fatalf("Wait %d: %v", i, err)
+					}
+					if got := time.Since(start); got != w {
+						t.Errorf("Wait %d returned at +%v, want +%v", i, got, w)
+					}
+				}
+				if err := l.WaitN(ctx, 3); !errors.Is(err, multi.ErrNeverReady) || !strings.HasPrefix(err.Error(), "multi: ") {
+					t.Errorf("WaitN(3) = %v, want ErrNeverReady", err)
+				}
+				if err := l.WaitN(ctx, 0); err != nil {
+					t.Errorf("WaitN(0) = %v", err)
+				}
+				for l.Allow() {
+				}
+				before := time.Now()
+				short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+				defer cancel()
+				if err := l.Wait(short); !errors.Is(err, multi.ErrDeadline) {
+					t.Errorf("Wait(100ms deadline) = %v, want ErrDeadline", err)
+				}
+				if time.Since(before) != 0 {
+					t.Errorf("Wait with a hopeless deadline waited %v", time.Since(before))
+				}
+				cctx, cancel2 := context.WithCancel(ctx)
+				go func() {
+					time.Sleep(500 * time.Millisecond)
+					cancel2()
+				}()
+				if err := l.Wait(cctx); !errors.Is(err, context.Canceled) {
+					t.Errorf("Wait(cancelled) = %v, want context.Canceled", err)
+				}
+			})
+		})
+	}
+}
+
+func TestZeroValue(t *testing.T) {
+	now := time.Now()
+	for name, l := range map[string]lim{"exact": new(multi.Limiter), "approx": new(multi.Approx)} {
+		if l.AllowN(now, 1) || l.Allow() || !l.AllowN(now, 0) {
+			t.Errorf("%s: zero value admits", name)
+		}
+		if r, _ := remainingAt(l, now); l.TokensAt(now) != 0 || len(r) != 0 || !l.IdleAt(now) {
+			t.Errorf("%s: zero value: TokensAt %d, RemainingAt %v, IdleAt %v", name, l.TokensAt(now), r, l.IdleAt(now))
+		}
+		if _, ok := l.ReadyAt(now, 1); ok {
+			t.Errorf("%s: zero value: ReadyAt(1) ok", name)
+		}
+	}
+}
