@@ -1,0 +1,550 @@
+package keyed_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/slidelimit/slidelimit/keyed"
+	"github.com/slidelimit/slidelimit/ring"
+)
+
+// Compile-time checks that the limiters of this module fit keyed.
+var _ keyed.Limiter = (*ring.Limiter)(nil)
+
+// t0 is the simulated epoch of the tests; instants are t0 plus offsets.
+var t0 = time.Unix(1_700_000_000, 0)
+
+func at(d time.Duration) time.Time { return t0.Add(d) }
+
+// impl is one limiter type the harness runs every test against (P11).
+type impl struct {
+	name string
+	// exact is true when the limiter's decisions equal the naive sliding
+	// log's, so that the naive oracle can check every decision.
+	exact bool
+	new   func(limit int, window time.Duration) (keyed.Limiter, error)
+}
+
+var impls = []impl{
+	{"naive", true, func(limit int, window time.Duration) (keyed.Limiter, error) {
+		return newNaive(limit, window), nil
+	}},
+	{"ring", true, func(limit int, window time.Duration) (keyed.Limiter, error) {
+		return ring.New(limit, window)
+	}},
+}
+
+// newKeyed returns a Keyed over impl with the given limit and window.
+func newKeyed(t testing.TB, im impl, limit int, window time.Duration, opts ...keyed.Option) *keyed.Keyed[string, keyed.Limiter] {
+	t.Helper()
+	k, err := keyed.New[string](func() (keyed.Limiter, error) { return im.new(limit, window) }, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+func TestNewRejectsBadConfiguration(t *testing.T) {
+	ok := func() (*naive, error) { return newNaive(1, time.Second), nil }
+	boom := errors.New("boom")
+	tests := []struct {
+		name    string
+		factory func() (*naive, error)
+		opts    []keyed.Option
+		want    string
+	}{
+		{"nil factory", nil, nil, "keyed: newLimiter must not be nil"},
+		{"factory error", func() (*naive, error) { return nil, boom }, nil, "keyed: newLimiter: boom"},
+		{"nil limiter", func() (*naive, error) { return nil, nil }, nil, "keyed: newLimiter returned a nil limiter"},
+		{"MaxKeys 0", ok, []keyed.Option{keyed.MaxKeys(0)}, "keyed: MaxKeys must be between 1 and 2147483647, got 0"},
+		{"MaxKeys -1", ok, []keyed.Option{keyed.MaxKeys(-1)}, "keyed: MaxKeys must be between 1 and 2147483647, got -1"},
+	}
+	for _, tt := range tests {
+		k, err := keyed.New[string](tt.factory, tt.opts...)
+		if err == nil || !strings.HasPrefix(err.Error(), tt.want) {
+			t.Errorf("%s: New error = %v, want prefix %q", tt.name, err, tt.want)
+		}
+		if k != nil {
+			t.Errorf("%s: New returned a non-nil Keyed with an error", tt.name)
+		}
+	}
+	if _, err := keyed.New[string](func() (*naive, error) { return nil, boom }); !errors.Is(err, boom) {
+		t.Errorf("New does not wrap the factory's error: %v", err)
+	}
+	if _, err := keyed.New[string](ok, keyed.MaxKeys(1), keyed.MaxKeys(keyed.MaxMaxKeys), nil); err != nil {
+		t.Errorf("New(MaxKeys(MaxMaxKeys)) = %v", err)
+	}
+}
+
+// step is one timed call of a table test (P13).
+type step struct {
+	key  string
+	t    time.Duration // instant, as an offset from t0
+	n    int
+	want bool
+}
+
+func runSteps(t *testing.T, k *keyed.Keyed[string, keyed.Limiter], steps []step) {
+	t.Helper()
+	for i, s := range steps {
+		if got := k.AllowN(s.key, at(s.t), s.n); got != s.want {
+			t.Errorf("step %d: AllowN(%q, t0+%v, %d) = %v, want %v", i, s.key, s.t, s.n, got, s.want)
+		}
+	}
+}
+
+func TestStepsPerKey(t *testing.T) {
+	for _, im := range impls {
+		t.Run(im.name, func(t *testing.T) {
+			k := newKeyed(t, im, 2, time.Second)
+			runSteps(t, k, []step{
+				{"a", 0, 1, true},
+				{"a", 0, 1, true},
+				{"a", 0, 1, false},               // a is at its limit
+				{"b", 0, 2, true},                // b has its own limiter
+				{"b", 0, 1, false},               // and its own limit
+				{"a", time.Second - 1, 1, false}, // the window is (t-1s, t]
+				{"a", time.Second, 1, true},      // both of a's stamps left
+				{"a", 0, 1, true},                // stale instant: clamped to t0+1s
+				{"a", time.Second, 1, false},
+				{"c", 0, 0, true},   // n == 0 is admitted and creates nothing
+				{"c", 0, -1, false}, // n < 0 is refused
+				{"c", 0, 3, false},  // n > limit is refused
+				{"c", 0, 2, true},
+			})
+			if got := k.Len(); got != 3 {
+				t.Errorf("Len() = %d, want 3 (a, b, c)", got)
+			}
+		})
+	}
+}
+
+func TestEdgesCreateNoKey(t *testing.T) {
+	k := newKeyed(t, impls[0], 2, time.Second)
+	if !k.AllowN("x", t0, 0) || k.AllowN("x", t0, -1) {
+		t.Fatal("n == 0 must be admitted and n < 0 refused")
+	}
+	if at, ok := k.ReadyAt("x", t0, 0); !ok || !at.Equal(t0) {
+		t.Errorf("ReadyAt(n=0) = %v, %v; want t0, true", at, ok)
+	}
+	if _, ok := k.ReadyAt("x", t0, -1); ok {
+		t.Error("ReadyAt(n=-1) is ready, want false")
+	}
+	if _, ok := k.ReadyAt("x", t0, 3); ok {
+		t.Error("ReadyAt(n > limit) is ready, want false")
+	}
+	if got := k.TokensAt("x", t0); got != 2 {
+		t.Errorf("TokensAt(absent) = %d, want the limit 2", got)
+	}
+	if got := k.Len(); got != 0 {
+		t.Errorf("Len() = %d after calls that admit nothing, want 0", got)
+	}
+}
+
+// TestNewKeyCreatedOnce: many goroutines meet one new key at the same time;
+// the factory runs once for it (plus once in New), and the limit holds.
+func TestNewKeyCreatedOnce(t *testing.T) {
+	const goroutines, rounds, limit = 32, 50, 5
+	var made atomic.Int64
+	k, err := keyed.New[string](func() (*naive, error) {
+		made.Add(1)
+		return newNaive(limit, time.Hour), nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for r := range rounds {
+		key := fmt.Sprint("key-", r)
+		start := make(chan struct{})
+		var admitted atomic.Int64
+		var wg sync.WaitGroup
+		for range goroutines {
+			wg.Go(func() {
+				<-start
+				if k.AllowN(key, t0, 1) {
+					admitted.Add(1)
+				}
+			})
+		}
+		close(start)
+		wg.Wait()
+		if got := admitted.Load(); got != limit {
+			t.Fatalf("round %d: %d admitted on a new key by %d goroutines, want the limit %d", r, got, goroutines, limit)
+		}
+	}
+	if got := made.Load(); got != rounds+1 {
+		t.Fatalf("factory called %d times for %d keys, want %d (one per key, one in New)", got, rounds, rounds+1)
+	}
+}
+
+func TestSweepBoundary(t *testing.T) {
+	for _, im := range impls {
+		t.Run(im.name, func(t *testing.T) {
+			const w = time.Second
+			k := newKeyed(t, im, 1, w)
+			k.AllowN("a", at(0), 1)
+			k.AllowN("b", at(w/2), 1)
+			if got := k.Sweep(at(w - 1)); got != 0 {
+				t.Errorf("Sweep(t0+w-1ns) removed %d keys, want 0: a's admission still counts", got)
+			}
+			if got := k.Sweep(at(w)); got != 1 {
+				t.Errorf("Sweep(t0+w) removed %d keys, want 1 (a)", got)
+			}
+			if got := k.Len(); got != 1 {
+				t.Errorf("Len() = %d, want 1 (b)", got)
+			}
+			if k.AllowN("b", at(w), 1) {
+				t.Error("b was admitted at t0+w: its admission at t0+w/2 still counts")
+			}
+			if !k.AllowN("a", at(w), 1) {
+				t.Error("a was refused at t0+w after its eviction")
+			}
+			if got := k.Sweep(at(10 * w)); got != 2 {
+				t.Errorf("Sweep(t0+10w) removed %d keys, want 2", got)
+			}
+			if got := k.Len(); got != 0 {
+				t.Errorf("Len() = %d after sweeping everything, want 0", got)
+			}
+		})
+	}
+}
+
+// TestSweepFloor: after Sweep(T), a call presenting an earlier instant is
+// decided at T. Without that, a key evicted at T and recreated could be
+// decided at an instant where its old admissions still counted.
+func TestSweepFloor(t *testing.T) {
+	const w = time.Second
+	k := newKeyed(t, impls[0], 1, w)
+	k.AllowN("a", at(0), 1)
+	if got := k.Sweep(at(w)); got != 1 {
+		t.Fatalf("Sweep removed %d, want 1", got)
+	}
+	// At t0+w/2 the old limiter would refuse (its admission at t0 counts).
+	// The call is decided at t0+w instead, where the old limiter admits: the
+	// same decision as without the eviction, had the call been clamped.
+	if !k.AllowN("a", at(w/2), 1) {
+		t.Fatal("stale call after a sweep refused")
+	}
+	// Its admission was stamped at t0+w, not t0+w/2.
+	if k.AllowN("a", at(2*w-1), 1) {
+		t.Error("admitted at t0+2w-1ns: the stale call must have been stamped at the floor t0+w")
+	}
+	if !k.AllowN("a", at(2*w), 1) {
+		t.Error("refused at t0+2w")
+	}
+	// A sweep at an earlier instant does not lower the floor.
+	k.Sweep(at(0))
+	if got := k.TokensAt("a", at(0)); got != 0 {
+		t.Errorf("TokensAt(t0) = %d after Sweep(t0), want 0 (decided at t0+2w)", got)
+	}
+}
+
+// oracle is the reference for a Keyed over an exact limiter: a naive log per
+// key that is never evicted, and the floor rule.
+type oracle struct {
+	limit  int
+	window time.Duration
+	floor  time.Time
+	keys   map[string]*naive
+}
+
+func (o *oracle) key(key string) *naive {
+	l := o.keys[key]
+	if l == nil {
+		l = newNaive(o.limit, o.window)
+		o.keys[key] = l
+	}
+	return l
+}
+
+func (o *oracle) clamp(now time.Time) time.Time {
+	if now.Before(o.floor) {
+		return o.floor
+	}
+	return now
+}
+
+// TestEvictionChangesNoDecision runs random calls, with sweeps at random
+// instants and stale instants, against the oracle that never evicts:
+// every decision, TokensAt and ReadyAt must agree.
+func TestEvictionChangesNoDecision(t *testing.T) {
+	for _, im := range impls {
+		if !im.exact {
+			continue
+		}
+		t.Run(im.name, func(t *testing.T) {
+			seed := rand.Uint64()
+			t.Logf("seed %d", seed)
+			r := rand.New(rand.NewPCG(seed, 1))
+			const limit, w = 3, time.Second
+			k := newKeyed(t, im, limit, w)
+			o := &oracle{limit: limit, window: w, keys: map[string]*naive{}}
+			steps := []time.Duration{0, 0, 1, w / 3, w / 2, w - 1, w, w + 1, 2 * w, -w / 2, -1}
+			now := t0
+			evicted := 0
+			for i := range 20_000 {
+				now = now.Add(steps[r.IntN(len(steps))])
+				key := fmt.Sprint("k", r.IntN(8))
+				switch p := r.IntN(100); {
+				case p < 70:
+					n := []int{1, 1, 1, 2, 3, 4, 0}[r.IntN(7)]
+					got := k.AllowN(key, now, n)
+					want := o.key(key).AllowN(o.clamp(now), n)
+					if got != want {
+						t.Fatalf("op %d: AllowN(%s, %v, %d) = %v, oracle %v", i, key, now.Sub(t0), n, got, want)
+					}
+				case p < 80:
+					if got, want := k.TokensAt(key, now), o.key(key).TokensAt(o.clamp(now)); got != want {
+						t.Fatalf("op %d: TokensAt(%s, %v) = %d, oracle %d", i, key, now.Sub(t0), got, want)
+					}
+				case p < 88:
+					n := 1 + r.IntN(limit)
+					got, gok := k.ReadyAt(key, now, n)
+					want, wok := o.key(key).ReadyAt(o.clamp(now), n)
+					if wok && !want.After(o.clamp(now)) {
+						want = now // ready for AllowN(now, n), which is decided at the floor
+					}
+					if gok != wok || !got.Equal(want) {
+						t.Fatalf("op %d: ReadyAt(%s, %v, %d) = %v, %v; oracle %v, %v", i, key, now.Sub(t0), n, got.Sub(t0), gok, want.Sub(t0), wok)
+					}
+				default:
+					evicted += k.Sweep(now)
+					if now.After(o.floor) {
+						o.floor = now
+					}
+				}
+			}
+			if evicted == 0 {
+				t.Fatal("no key was ever evicted: the test exercised nothing")
+			}
+			t.Logf("%d evictions", evicted)
+		})
+	}
+}
+
+func TestFullRefusesNewKeys(t *testing.T) {
+	for _, im := range impls {
+		t.Run(im.name, func(t *testing.T) {
+			const w = time.Second
+			k := newKeyed(t, im, 2, w, keyed.MaxKeys(3))
+			for _, key := range []string{"a", "b", "c"} {
+				if !k.AllowN(key, at(0), 1) {
+					t.Fatalf("key %s refused while there is room", key)
+				}
+			}
+			if k.AllowN("d", at(0), 1) {
+				t.Fatal("a fourth key was admitted with MaxKeys(3) and no idle key")
+			}
+			if got := k.TokensAt("d", at(0)); got != 0 {
+				t.Errorf("TokensAt(new key, full) = %d, want 0", got)
+			}
+			if _, ok := k.ReadyAt("d", at(0), 1); ok {
+				t.Error("ReadyAt(new key, full) is ready, want false")
+			}
+			if !k.AllowN("a", at(w/2), 1) {
+				t.Error("a present key was refused because the Keyed is full")
+			}
+			if got := k.Len(); got != 3 {
+				t.Errorf("Len() = %d, want 3", got)
+			}
+			// b and c become idle at t0+w (a was admitted at t0+w/2).
+			// A new key then sweeps them out and is admitted.
+			if !k.AllowN("d", at(w), 1) {
+				t.Fatal("new key refused although idle keys could be swept")
+			}
+			if got := k.Len(); got != 2 {
+				t.Errorf("Len() = %d after the automatic sweep, want 2 (a, d)", got)
+			}
+			if !k.AllowN("e", at(w), 1) || k.AllowN("f", at(w), 1) {
+				t.Error("after the sweep: want e admitted (room for one), f refused (full, nothing idle)")
+			}
+		})
+	}
+}
+
+// TestFullSweepsArePaced: a full Keyed does not sweep again at the same
+// instant, however many new keys arrive.
+func TestFullSweepsArePaced(t *testing.T) {
+	var idleCalls atomic.Int64
+	k, err := keyed.New[int](func() (*naive, error) {
+		l := newNaive(1, time.Hour)
+		l.inIdle = func(time.Time) { idleCalls.Add(1) }
+		return l, nil
+	}, keyed.MaxKeys(100))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 100 {
+		k.AllowN(i, t0, 1)
+	}
+	for i := 100; i < 10_000; i++ {
+		if k.AllowN(i, t0, 1) {
+			t.Fatalf("key %d admitted in a full Keyed", i)
+		}
+	}
+	if got := idleCalls.Load(); got > 100 {
+		t.Errorf("%d IdleAt calls for 9900 refused new keys at one instant, want at most one sweep (100)", got)
+	}
+}
+
+func TestDelete(t *testing.T) {
+	k := newKeyed(t, impls[1], 1, time.Hour)
+	k.AllowN("a", t0, 1)
+	k.AllowN("b", t0, 1)
+	k.Delete("a")
+	k.Delete("zz") // absent: nothing happens
+	if got := k.Len(); got != 1 {
+		t.Errorf("Len() = %d after Delete, want 1", got)
+	}
+	if !k.AllowN("a", t0, 1) {
+		t.Error("a deleted key starts from a fresh limiter, but was refused")
+	}
+	if k.AllowN("b", t0, 1) {
+		t.Error("b was not deleted but was admitted over its limit")
+	}
+}
+
+func TestLenAndRange(t *testing.T) {
+	k := newKeyed(t, impls[1], 1, time.Second)
+	want := map[string]bool{}
+	for i := range 1000 {
+		key := fmt.Sprint("k", i)
+		want[key] = true
+		k.AllowN(key, at(time.Duration(i)*time.Millisecond), 1)
+	}
+	if got := k.Len(); got != 1000 {
+		t.Fatalf("Len() = %d, want 1000", got)
+	}
+	seen := map[string]int{}
+	k.Range(func(key string) bool { seen[key]++; return true })
+	for key := range want {
+		if seen[key] != 1 {
+			t.Fatalf("Range visited %q %d times, want once", key, seen[key])
+		}
+	}
+	if len(seen) != len(want) {
+		t.Fatalf("Range visited %d keys, want %d", len(seen), len(want))
+	}
+	// Early stop.
+	visits := 0
+	k.Range(func(string) bool { visits++; return visits < 10 })
+	if visits != 10 {
+		t.Errorf("Range went on after f returned false: %d visits", visits)
+	}
+	// f may call methods of k, including Delete and Sweep.
+	k.Range(func(key string) bool {
+		if strings.HasSuffix(key, "0") {
+			k.Delete(key)
+		}
+		k.TokensAt(key, t0)
+		return true
+	})
+	if got := k.Len(); got != 900 {
+		t.Errorf("Len() = %d after deleting 100 keys from Range, want 900", got)
+	}
+	// The keys admitted at t0+i ms are idle from t0+1s+i ms.
+	if got := k.Sweep(at(time.Second + 499*time.Millisecond)); got != 450 {
+		t.Errorf("Sweep removed %d keys, want 450", got)
+	}
+	n := 0
+	k.Range(func(string) bool { n++; return true })
+	if n != 450 || k.Len() != 450 {
+		t.Errorf("after Sweep: Range visited %d, Len() = %d; want 450 and 450", n, k.Len())
+	}
+}
+
+func TestFactoryFailingLater(t *testing.T) {
+	calls := 0
+	k, err := keyed.New[string](func() (*naive, error) {
+		calls++
+		if calls > 1 {
+			return nil, errors.New("out of quota")
+		}
+		return newNaive(1, time.Second), nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k.AllowN("a", t0, 1) {
+		t.Error("AllowN admitted a key whose limiter could not be made")
+	}
+	if k.Len() != 0 {
+		t.Errorf("Len() = %d, want 0", k.Len())
+	}
+	if err := k.WaitN(context.Background(), "a", 1); err == nil {
+		t.Error("WaitN succeeded for a key whose limiter could not be made")
+	}
+}
+
+func TestWaitN(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		k, err := keyed.New[string](func() (*ring.Limiter, error) { return ring.New(1, time.Second) }, keyed.MaxKeys(1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := context.Background()
+		start := time.Now()
+		if err := k.Wait(ctx, "a"); err != nil {
+			t.Fatal(err)
+		}
+		if err := k.Wait(ctx, "a"); err != nil {
+			t.Fatal(err)
+		}
+		if d := time.Since(start); d != time.Second {
+			t.Errorf("second Wait returned after %v, want 1s", d)
+		}
+		if err := k.WaitN(ctx, "a", 2); !errors.Is(err, keyed.ErrNeverReady) {
+			t.Errorf("WaitN(n > limit) = %v, want ErrNeverReady", err)
+		}
+		if err := k.WaitN(ctx, "b", 1); !errors.Is(err, keyed.ErrFull) {
+			t.Errorf("WaitN(new key, full) = %v, want ErrFull", err)
+		}
+		dctx, cancel := context.WithTimeout(ctx, time.Second/2)
+		defer cancel()
+		if err := k.Wait(dctx, "a"); !errors.Is(err, keyed.ErrDeadline) {
+			t.Errorf("Wait with a deadline before ReadyAt = %v, want ErrDeadline", err)
+		}
+		if err := k.WaitN(ctx, "a", 0); err != nil {
+			t.Errorf("WaitN(0) = %v, want nil", err)
+		}
+	})
+}
+
+// TestZeroAllocs: a decision, TokensAt and ReadyAt on a present key allocate
+// nothing.
+func TestZeroAllocs(t *testing.T) {
+	k, err := keyed.New[string](func() (*ring.Limiter, error) { return ring.New(10, time.Second) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := make([]string, 100)
+	for i := range keys {
+		keys[i] = fmt.Sprint("key-", i)
+		k.AllowN(keys[i], t0, 1)
+	}
+	k.Sweep(t0) // set a floor, so that the clamp's path with a floor is measured
+	i := 0
+	now := t0
+	allocs := testing.AllocsPerRun(1000, func() {
+		now = now.Add(time.Millisecond)
+		k.AllowN(keys[i%len(keys)], now, 1)
+		k.TokensAt(keys[i%len(keys)], now)
+		k.ReadyAt(keys[i%len(keys)], now, 2)
+		i++
+	})
+	if allocs != 0 {
+		t.Errorf("%v allocs per AllowN+TokensAt+ReadyAt on present keys, want 0", allocs)
+	}
+	allocs = testing.AllocsPerRun(1000, func() { k.Allow(keys[3]) })
+	if allocs != 0 {
+		t.Errorf("%v allocs per Allow on a present key, want 0", allocs)
+	}
+}
