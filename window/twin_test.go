@@ -1,8 +1,10 @@
 package window
 
 import (
+	"cmp"
 	"context"
 	"math/big"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -267,15 +269,18 @@ func (r *refModel) tokensAt(now int64) int64 {
 	return lo
 }
 
-// maxInAnyWindow returns the largest cost stamped in any (t-w, t].
+// maxInAnyWindow returns the largest cost stamped in any (t-w, t]. The
+// maximum is reached by a window ending at a stamp.
 func maxInAnyWindow(stamps []refStamp, w int64) int64 {
-	var best int64
-	for _, e := range stamps {
-		var sum int64
-		for _, s := range stamps {
-			if s.at > e.at-w && s.at <= e.at {
-				sum += s.cost
-			}
+	s := slices.Clone(stamps)
+	slices.SortFunc(s, func(a, b refStamp) int { return cmp.Compare(a.at, b.at) })
+	var best, sum int64
+	lo := 0
+	for hi := range s {
+		sum += s[hi].cost
+		for s[lo].at <= s[hi].at-w {
+			sum -= s[lo].cost
+			lo++
 		}
 		best = max(best, sum)
 	}

@@ -1,0 +1,169 @@
+package window
+
+import (
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// These tests are meant for -race: many goroutines on one limiter, in phases
+// separated by a barrier, each phase checked against refModel.
+
+const stressGoroutines = 8
+
+// runPhase starts one goroutine per entry of calls at once, and returns the
+// admitted calls of each.
+func runPhase(l limiter, calls [][]refStamp) [][]refStamp {
+	out := make([][]refStamp, len(calls))
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for g := range calls {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			for _, c := range calls[g] {
+				if l.AllowN(t0.Add(time.Duration(c.at)), int(c.cost)) {
+					out[g] = append(out[g], c)
+				}
+			}
+		}()
+	}
+	close(start)
+	wg.Wait()
+	return out
+}
+
+// TestConcurrentEqualInstants: in each phase every goroutine presents the same
+// instant and cost; the total admitted must be exactly what the formula
+// allows at that instant (no admission lost, none double-counted, none over
+// the formula), whatever the interleaving.
+func TestConcurrentEqualInstants(t *testing.T) {
+	seed := rand.Uint64()
+	t.Logf("seed %d", seed)
+	forEachImpl(t, func(t *testing.T, mk func(int, time.Duration) limiter) {
+		const limit = 64
+		const W = time.Second
+		rng := rand.New(rand.NewPCG(seed, 6))
+		l := mk(limit, W)
+		ref := &refModel{limit: limit, window: int64(W)}
+		steps := []time.Duration{0, 1, W / 7, W / 3, W / 2, W - 1, W, W + 1, 2 * W, 3 * W, -W / 2}
+		var at time.Duration
+		phases := 400
+		if testing.Short() {
+			phases = 50
+		}
+		for phase := 0; phase < phases; phase++ {
+			at += steps[rng.IntN(len(steps))]
+			cost := int64(1 + rng.IntN(3))
+			before := ref.tokensAt(int64(at))
+			if got := l.TokensAt(t0.Add(at)); int64(got) != before {
+				t.Fatalf("phase %d: TokensAt(t0+%v) = %d, want %d", phase, at, got, before)
+			}
+			calls := make([][]refStamp, stressGoroutines)
+			for g := range calls {
+				for range limit/stressGoroutines + 2 {
+					calls[g] = append(calls[g], refStamp{int64(at), cost})
+				}
+			}
+			var admitted int64
+			for _, c := range runPhase(l, calls) {
+				admitted += int64(len(c)) * cost
+			}
+			if want := before / cost * cost; admitted != want {
+				t.Fatalf("phase %d at t0+%v, cost %d: admitted %d, want %d (tokens before %d)", phase, at, cost, admitted, want, before)
+			}
+			for range admitted / cost {
+				if !ref.allowN(int64(at), int(cost)) {
+					t.Fatalf("phase %d: reference refused an admission the limiter made", phase)
+				}
+			}
+			if got, want := l.TokensAt(t0.Add(at)), ref.tokensAt(int64(at)); int64(got) != want {
+				t.Fatalf("phase %d: TokensAt after = %d, want %d", phase, got, want)
+			}
+		}
+	})
+}
+
+// TestConcurrentMixedInstants: in each phase the goroutines present different
+// instants, all inside one window of the limiter's grid (so that no instant
+// is clamped and the stamps are known). After the phase the counters must
+// account for exactly the admitted cost, and no window of length W may hold
+// more than 2*limit-1.
+func TestConcurrentMixedInstants(t *testing.T) {
+	seed := rand.Uint64()
+	t.Logf("seed %d", seed)
+	forEachImpl(t, func(t *testing.T, mk func(int, time.Duration) limiter) {
+		const limit = 40
+		const W = time.Second
+		rng := rand.New(rand.NewPCG(seed, 7))
+		l := mk(limit, W)
+		ref := &refModel{limit: limit, window: int64(W)}
+		if !l.AllowN(t0, 1) || !ref.allowN(0, 1) {
+			t.Fatal("first admission refused")
+		}
+		phases := 300
+		if testing.Short() {
+			phases = 50
+		}
+		for phase := 0; phase < phases; phase++ {
+			start := ref.floor // the window of the latest admission
+			if rng.IntN(2) == 0 {
+				start += int64(W)
+			}
+			calls := make([][]refStamp, stressGoroutines)
+			for g := range calls {
+				for range limit/stressGoroutines + 3 {
+					calls[g] = append(calls[g], refStamp{start + rng.Int64N(int64(W)), int64(1 + rng.IntN(3))})
+				}
+			}
+			var got []refStamp
+			for _, c := range runPhase(l, calls) {
+				got = append(got, c...)
+			}
+			ref.stamps = append(ref.stamps, got...)
+			if len(got) > 0 {
+				ref.floor = start
+			}
+			for _, x := range []int64{start, start + int64(W) - 1, start + int64(W) + int64(W)/3} {
+				if g, w := l.TokensAt(t0.Add(time.Duration(x))), ref.tokensAt(x); int64(g) != w {
+					t.Fatalf("phase %d: TokensAt(t0+%d) = %d, want %d: an admission was lost or double-counted", phase, x, g, w)
+				}
+			}
+		}
+		if got := maxInAnyWindow(ref.stamps, int64(W)); got > 2*limit-1 {
+			t.Fatalf("%d admitted in one window, bound %d", got, 2*limit-1)
+		}
+	})
+}
+
+// TestConcurrentAllow hammers Allow (the real clock) from many goroutines with
+// a window short enough to roll over and go idle many times during the test,
+// and checks that nothing breaks: every admission is counted once.
+func TestConcurrentAllow(t *testing.T) {
+	forEachImpl(t, func(t *testing.T, mk func(int, time.Duration) limiter) {
+		l := mk(1000, 50*time.Microsecond)
+		var admitted atomic.Int64
+		var wg sync.WaitGroup
+		for range stressGoroutines {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := 0; i < 20000; i++ {
+					if l.Allow() {
+						admitted.Add(1)
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		if admitted.Load() == 0 {
+			t.Fatal("nothing admitted")
+		}
+		if n := l.TokensAt(time.Now().Add(time.Second)); n != 1000 {
+			t.Errorf("TokensAt one second later = %d, want the full limit", n)
+		}
+	})
+}
