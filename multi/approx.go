@@ -313,39 +313,22 @@ func (a *Approx) AllowN(now time.Time, n int) bool {
 	return a.allowN(a.base.Offset(now), uint64(n))
 }
 
+// stackRules is how many rules' next counters allowN keeps on the stack
+// between deciding and writing; with more rules it reads them twice.
+const stackRules = 8
+
 func (a *Approx) allowN(now int64, n uint64) bool {
 	var (
 		mine    []atomic.Uint64 // scratch slot, once the call looks admissible
 		mineIdx uint64
+		next    [stackRules][2]uint64 // each rule's next start, prev<<32|curr
 	)
+	onStack := len(a.rules) <= stackRules
 	for {
 		h, s, last := a.load()
 		t := clamp(now, last)
 		seen := last != noneYet
-		if mine == nil {
-			// First look: read only, so a refused call writes nothing.
-			ok := true
-			for i := range a.rules {
-				r := &a.rules[i]
-				_, el, p, c := r.at(t, seen, s[ruleW+2*i].Load(), s[ruleW+2*i+1].Load())
-				if !r.admits(el, p, c, n) {
-					ok = false
-					break
-				}
-			}
-			if !valid(h, s) {
-				continue
-			}
-			if !ok {
-				return false
-			}
-			mineIdx, mine = a.acquire()
-		}
-		// Write the next snapshot into the scratch slot, checking again
-		// (the state may have changed since the first look). No reader
-		// can be validating against the scratch slot's tag: it is 0 after
-		// acquire, and after a failed compare-and-swap it is a tag that
-		// no head ever paired with this slot.
+		// Decide, reading only: a refused call writes nothing.
 		ok := true
 		for i := range a.rules {
 			r := &a.rules[i]
@@ -354,17 +337,45 @@ func (a *Approx) allowN(now int64, n uint64) bool {
 				ok = false
 				break
 			}
-			if mine[ruleW+2*i].Load() != st {
-				mine[ruleW+2*i].Store(st) // windows change rarely
+			if onStack {
+				next[i] = [2]uint64{st, p<<32 | (c + n)}
 			}
-			mine[ruleW+2*i+1].Store(p<<32 | (c + n))
 		}
 		if !valid(h, s) {
-			continue
+			continue // the slot was reused: the head has moved on
 		}
 		if !ok {
-			mine[stateW].Store(mine[stateW].Load() &^ owned)
+			if mine != nil {
+				mine[stateW].Store(mine[stateW].Load() &^ owned)
+			}
 			return false
+		}
+		if mine == nil {
+			mineIdx, mine = a.acquire()
+		}
+		// Write the next snapshot into the scratch slot. No reader can be
+		// validating against its tag: the tag is 0 after acquire, and
+		// after a failed compare-and-swap it is one that no head ever
+		// paired with this slot.
+		if onStack {
+			for i := range a.rules {
+				if mine[ruleW+2*i].Load() != next[i][0] {
+					mine[ruleW+2*i].Store(next[i][0]) // windows change rarely
+				}
+				mine[ruleW+2*i+1].Store(next[i][1])
+			}
+		} else {
+			for i := range a.rules {
+				r := &a.rules[i]
+				st, _, p, c := r.at(t, seen, s[ruleW+2*i].Load(), s[ruleW+2*i+1].Load())
+				if mine[ruleW+2*i].Load() != st {
+					mine[ruleW+2*i].Store(st)
+				}
+				mine[ruleW+2*i+1].Store(p<<32 | (c + n))
+			}
+			if !valid(h, s) {
+				continue
+			}
 		}
 		if mine[lastW].Load() != uint64(t) {
 			mine[lastW].Store(uint64(t))
@@ -374,10 +385,13 @@ func (a *Approx) allowN(now int64, n uint64) bool {
 			tag = 1
 		}
 		mine[stateW].Store(tag<<1 | owned)
+		// The linearization point: the head still names the snapshot
+		// everything above was computed from, and now names the next one,
+		// for every rule at once.
 		if a.head.CompareAndSwap(h, tag<<idxBits|mineIdx) {
-			// The linearization point. The superseded slot is ours to
-			// free (only one compare-and-swap can replace h); it keeps
-			// its tag, so readers of h still validate.
+			// The superseded slot is ours to free (only one
+			// compare-and-swap can replace h); it keeps its tag, so
+			// readers of h still validate.
 			s[stateW].Store(h >> idxBits << 1)
 			return true
 		}
