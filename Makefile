@@ -32,7 +32,7 @@ race386:
 fuzz-short:
 	@for t in $$(go test -list '^Fuzz' ./fuzz/ | grep '^Fuzz'); do \
 		echo "== fuzz $$t ($(FUZZTIME))"; \
-		go test -run='^$$' -fuzz="^$$t$$" -fuzztime=$(FUZZTIME) ./fuzz/ || exit 1; \
+		go test -run='^$$' -fuzz="^$$t$$" -fuzztime=$(FUZZTIME) -fuzzminimizetime=5s ./fuzz/ || exit 1; \
 	done
 
 ## fuzz: the same targets for longer (LONGFUZZ each).

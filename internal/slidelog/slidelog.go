@@ -228,11 +228,20 @@ func (l *Log) stampAt(j uint64) (s int64, ok bool) {
 // admitted and writes nothing; n < 0 and n above the smallest limit are
 // refused.
 func (l *Log) AllowN(now int64, n int64) bool {
+	ok, _, _ := l.allowN(now, n)
+	return ok
+}
+
+// allowN is AllowN that also returns, on admission, the index of the first
+// unit claimed and the stamp the units carry (0 in the rare case where
+// helpers finished the batch and the slots were reused before the caller
+// could read it). Tests use both to check every stamp.
+func (l *Log) allowN(now int64, n int64) (admitted bool, first uint64, stamp int64) {
 	if n <= 0 {
-		return n == 0
+		return n == 0, 0, 0
 	}
 	if n > l.minLimit {
-		return false
+		return false, 0, 0
 	}
 	now = toStamp(now)
 	for {
@@ -262,13 +271,13 @@ func (l *Log) AllowN(now int64, n int64) bool {
 			continue
 		}
 		if !admit {
-			return false
+			return false, 0, 0
 		}
 		if n == 1 {
 			// Claim and publish in one step: the linearization point.
 			if claim.CompareAndSwap(cv, lapOf(h)|uint64(t)) {
 				l.head.CompareAndSwap(h, l.add(h, 1))
-				return true
+				return true, h, t
 			}
 			continue
 		}
@@ -277,8 +286,7 @@ func (l *Log) AllowN(now int64, n int64) bool {
 		}
 		marker := markerFor(h, n)
 		if claim.CompareAndSwap(cv, marker) {
-			l.complete(h, marker, t)
-			return true
+			return true, h, l.complete(h, marker, t)
 		}
 	}
 }
@@ -292,7 +300,7 @@ func (l *Log) check(h uint64, n int64, t int64) (admit, ok bool) {
 		if !ok {
 			return false, false
 		}
-		if s > t-r.Window {
+		if s != 0 && s > t-r.Window { // stamp 0: nothing admitted yet
 			return false, true
 		}
 	}
@@ -329,39 +337,54 @@ func (l *Log) help(h, cv uint64, t int64) {
 // caller's clamped instant, offered as the batch's stamp; the first value that
 // lands in slot h+1 is the batch's stamp for all its slots. Any caller may
 // run it; it stops as soon as it sees the head past h.
-func (l *Log) complete(h, marker uint64, t int64) {
+func (l *Log) complete(h, marker uint64, t int64) (stamp int64) {
 	n := markerCost(marker)
-	t2, ok := l.batchStamp(h, n)
-	if !ok {
-		return
-	}
-	t = max(t, t2)
 	second := l.add(h, 1)
-	var stamp uint64
 	for {
 		v := l.slot(second).Load()
 		if l.head.Load() != h {
-			return
+			return l.doneStamp(h)
 		}
 		if v&lapBit == lapOf(second) {
-			stamp = v & valueMask
+			stamp = int64(v & valueMask)
 			break
 		}
-		l.slot(second).CompareAndSwap(v, lapOf(second)|uint64(t))
+		// The batch's stamp is not decided yet: offer ours, but no
+		// earlier than the batch was admissible. The slots batchStamp
+		// reads keep their values until slot second is written (a batch
+		// of the whole ring overwrites its predecessor's slot last).
+		t2, ok := l.batchStamp(h, n)
+		if !ok {
+			continue
+		}
+		l.slot(second).CompareAndSwap(v, lapOf(second)|uint64(max(t, t2)))
 	}
 	j := second
 	for range n - 2 {
 		j = l.add(j, 1)
 		v := l.slot(j).Load()
 		if l.head.Load() != h {
-			return
+			return stamp
 		}
 		if v&lapBit != lapOf(j) {
-			l.slot(j).CompareAndSwap(v, lapOf(j)|stamp)
+			l.slot(j).CompareAndSwap(v, lapOf(j)|uint64(stamp))
 		}
 	}
 	l.head.CompareAndSwap(h, l.add(h, n))
-	l.slot(h).CompareAndSwap(marker, lapOf(h)|stamp)
+	l.slot(h).CompareAndSwap(marker, lapOf(h)|uint64(stamp))
+	return stamp
+}
+
+// doneStamp returns the stamp of the batch at h once the head has passed it,
+// or 0 if its slots may have been reused already.
+func (l *Log) doneStamp(h uint64) int64 {
+	second := l.add(h, 1)
+	v := l.slot(second).Load()
+	// Index second+size cannot be claimed while the head is at most there.
+	if v&lapBit != lapOf(second) || l.head.Load() > l.add(second, l.size) {
+		return 0
+	}
+	return int64(v & valueMask)
 }
 
 // batchStamp returns the earliest instant the batch of cost n claimed at h
@@ -426,7 +449,7 @@ retry:
 			if !ok {
 				goto retry
 			}
-			if s <= t-r.Window {
+			if s == 0 || s <= t-r.Window {
 				lo = k
 			} else {
 				hi = k - 1

@@ -1,6 +1,7 @@
 package slidelog
 
 import (
+	"math"
 	"math/rand/v2"
 	"testing"
 )
@@ -32,6 +33,12 @@ func TestDifferentialSerial(t *testing.T) {
 				maxL, maxW = max(maxL, r.Limit), max(maxW, r.Window)
 			}
 			now := int64(rng.IntN(1000)) - 500
+			switch run % 5 {
+			case 1:
+				now = math.MinInt64 // the bottom of the range: saturates
+			case 2:
+				now = math.MaxInt64 - maxW*1000 // the top of the range
+			}
 			for step := 0; step < 400; step++ {
 				switch rng.IntN(10) {
 				case 0:
