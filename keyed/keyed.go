@@ -312,8 +312,12 @@ func (k *Keyed[K, L]) clamp(now time.Time) time.Time {
 	return now
 }
 
-// errCreate is the error create returns when newLimiter fails after New.
-var errCreate = errors.New("newLimiter failed")
+// The errors create returns; preallocated, so that refusing a new key
+// allocates nothing.
+var (
+	errCreate = errors.New("key not created: newLimiter failed")
+	errFull   = fmt.Errorf("key not created: %w", ErrFull)
+)
 
 // create returns key's entry, creating it if it is still absent. It fails
 // with an error wrapping ErrFull when the Keyed is full and a sweep (if one
@@ -332,7 +336,7 @@ func (k *Keyed[K, L]) create(key K, now time.Time) (*entry[L], error) {
 				k.n.Add(-1) // someone else created it, or newLimiter failed
 			}
 			if e == nil {
-				return nil, fmt.Errorf("keyed: %w", errCreate)
+				return nil, errCreate
 			}
 			return e, nil
 		}
@@ -341,7 +345,7 @@ func (k *Keyed[K, L]) create(key K, now time.Time) (*entry[L], error) {
 			return e, nil
 		}
 		if swept || !k.sweepWhenFull(k.clamp(now)) {
-			return nil, fmt.Errorf("keyed: key not created, %d keys held: %w", k.maxKeys, ErrFull)
+			return nil, errFull
 		}
 	}
 }

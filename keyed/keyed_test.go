@@ -13,11 +13,18 @@ import (
 	"time"
 
 	"github.com/slidelimit/slidelimit/keyed"
+	"github.com/slidelimit/slidelimit/multi"
 	"github.com/slidelimit/slidelimit/ring"
+	"github.com/slidelimit/slidelimit/window"
 )
 
 // Compile-time checks that the limiters of this module fit keyed.
-var _ keyed.Limiter = (*ring.Limiter)(nil)
+var (
+	_ keyed.Limiter = (*ring.Limiter)(nil)
+	_ keyed.Limiter = (*window.Limiter)(nil)
+	_ keyed.Limiter = (*multi.Limiter)(nil)
+	_ keyed.Limiter = (*multi.Approx)(nil)
+)
 
 // t0 is the simulated epoch of the tests; instants are t0 plus offsets.
 var t0 = time.Unix(1_700_000_000, 0)
@@ -30,15 +37,31 @@ type impl struct {
 	// exact is true when the limiter's decisions equal the naive sliding
 	// log's, so that the naive oracle can check every decision.
 	exact bool
-	new   func(limit int, window time.Duration) (keyed.Limiter, error)
+	// idle is how long after its last admission a limiter with window w
+	// becomes idle (IdleAt true).
+	idle func(w time.Duration) time.Duration
+	new  func(limit int, window time.Duration) (keyed.Limiter, error)
 }
 
+func oneWindow(w time.Duration) time.Duration { return w }
+
 var impls = []impl{
-	{"naive", true, func(limit int, window time.Duration) (keyed.Limiter, error) {
+	{"naive", true, oneWindow, func(limit int, window time.Duration) (keyed.Limiter, error) {
 		return newNaive(limit, window), nil
 	}},
-	{"ring", true, func(limit int, window time.Duration) (keyed.Limiter, error) {
+	{"ring", true, oneWindow, func(limit int, window time.Duration) (keyed.Limiter, error) {
 		return ring.New(limit, window)
+	}},
+	{"window", false, func(w time.Duration) time.Duration { return 2 * w }, func(limit int, w time.Duration) (keyed.Limiter, error) {
+		return window.New(limit, w)
+	}},
+	// Two rules: the one under test, and a looser one over a longer window
+	// that still binds now and then.
+	{"multi", false, func(w time.Duration) time.Duration { return 3 * w }, func(limit int, w time.Duration) (keyed.Limiter, error) {
+		return multi.New(multi.Rule{Limit: limit, Window: w}, multi.Rule{Limit: 2 * limit, Window: 3 * w})
+	}},
+	{"multi.Approx", false, func(w time.Duration) time.Duration { return 6 * w }, func(limit int, w time.Duration) (keyed.Limiter, error) {
+		return multi.NewApprox(multi.Rule{Limit: limit, Window: w}, multi.Rule{Limit: 2 * limit, Window: 3 * w})
 	}},
 }
 
@@ -103,6 +126,9 @@ func runSteps(t *testing.T, k *keyed.Keyed[string, keyed.Limiter], steps []step)
 
 func TestStepsPerKey(t *testing.T) {
 	for _, im := range impls {
+		if !im.exact {
+			continue // the steps below are the sliding log's
+		}
 		t.Run(im.name, func(t *testing.T) {
 			k := newKeyed(t, im, 2, time.Second)
 			runSteps(t, k, []step{
@@ -189,26 +215,24 @@ func TestSweepBoundary(t *testing.T) {
 	for _, im := range impls {
 		t.Run(im.name, func(t *testing.T) {
 			const w = time.Second
+			h := im.idle(w)
 			k := newKeyed(t, im, 1, w)
 			k.AllowN("a", at(0), 1)
-			k.AllowN("b", at(w/2), 1)
-			if got := k.Sweep(at(w - 1)); got != 0 {
-				t.Errorf("Sweep(t0+w-1ns) removed %d keys, want 0: a's admission still counts", got)
+			k.AllowN("b", at(h/2), 1)
+			if got := k.Sweep(at(h - 1)); got != 0 {
+				t.Errorf("Sweep(t0+%v-1ns) removed %d keys, want 0: a's admission still counts", h, got)
 			}
-			if got := k.Sweep(at(w)); got != 1 {
-				t.Errorf("Sweep(t0+w) removed %d keys, want 1 (a)", got)
+			if got := k.Sweep(at(h)); got != 1 {
+				t.Errorf("Sweep(t0+%v) removed %d keys, want 1 (a)", h, got)
 			}
 			if got := k.Len(); got != 1 {
 				t.Errorf("Len() = %d, want 1 (b)", got)
 			}
-			if k.AllowN("b", at(w), 1) {
-				t.Error("b was admitted at t0+w: its admission at t0+w/2 still counts")
+			if !k.AllowN("a", at(h), 1) {
+				t.Errorf("a was refused at t0+%v after its eviction", h)
 			}
-			if !k.AllowN("a", at(w), 1) {
-				t.Error("a was refused at t0+w after its eviction")
-			}
-			if got := k.Sweep(at(10 * w)); got != 2 {
-				t.Errorf("Sweep(t0+10w) removed %d keys, want 2", got)
+			if got := k.Sweep(at(10 * h)); got != 2 {
+				t.Errorf("Sweep(t0+10*%v) removed %d keys, want 2", h, got)
 			}
 			if got := k.Len(); got != 0 {
 				t.Errorf("Len() = %d after sweeping everything, want 0", got)
@@ -247,19 +271,34 @@ func TestSweepFloor(t *testing.T) {
 	}
 }
 
-// oracle is the reference for a Keyed over an exact limiter: a naive log per
-// key that is never evicted, and the floor rule.
+// oracle is the reference for a Keyed: per key, a limiter that is never
+// evicted, and the floor rule. For an exact limiter type the per-key limiter
+// is the naive log; otherwise it is a limiter of the same type (a shadow),
+// which checks that eviction and recreation change nothing.
 type oracle struct {
-	limit  int
-	window time.Duration
-	floor  time.Time
-	keys   map[string]*naive
+	new   func() keyed.Limiter
+	floor time.Time
+	keys  map[string]keyed.Limiter
 }
 
-func (o *oracle) key(key string) *naive {
+func newOracle(t testing.TB, im impl, limit int, w time.Duration) *oracle {
+	mk := func() keyed.Limiter { return newNaive(limit, w) }
+	if !im.exact {
+		mk = func() keyed.Limiter {
+			l, err := im.new(limit, w)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return l
+		}
+	}
+	return &oracle{new: mk, keys: map[string]keyed.Limiter{}}
+}
+
+func (o *oracle) key(key string) keyed.Limiter {
 	l := o.keys[key]
 	if l == nil {
-		l = newNaive(o.limit, o.window)
+		l = o.new()
 		o.keys[key] = l
 	}
 	return l
@@ -277,17 +316,14 @@ func (o *oracle) clamp(now time.Time) time.Time {
 // every decision, TokensAt and ReadyAt must agree.
 func TestEvictionChangesNoDecision(t *testing.T) {
 	for _, im := range impls {
-		if !im.exact {
-			continue
-		}
 		t.Run(im.name, func(t *testing.T) {
 			seed := rand.Uint64()
 			t.Logf("seed %d", seed)
 			r := rand.New(rand.NewPCG(seed, 1))
 			const limit, w = 3, time.Second
 			k := newKeyed(t, im, limit, w)
-			o := &oracle{limit: limit, window: w, keys: map[string]*naive{}}
-			steps := []time.Duration{0, 0, 1, w / 3, w / 2, w - 1, w, w + 1, 2 * w, -w / 2, -1}
+			o := newOracle(t, im, limit, w)
+			steps := []time.Duration{0, 0, 1, w / 3, w / 2, w - 1, w, w + 1, 2 * w, 3 * w, -w / 2, -1}
 			now := t0
 			evicted := 0
 			for i := range 20_000 {
@@ -312,7 +348,9 @@ func TestEvictionChangesNoDecision(t *testing.T) {
 					if wok && !want.After(o.clamp(now)) {
 						want = now // ready for AllowN(now, n), which is decided at the floor
 					}
-					if gok != wok || !got.Equal(want) {
+					// Compare on the wall clock: limiters return instants
+					// built from their own monotonic base.
+					if gok != wok || got.Sub(t0) != want.Sub(t0) {
 						t.Fatalf("op %d: ReadyAt(%s, %v, %d) = %v, %v; oracle %v, %v", i, key, now.Sub(t0), n, got.Sub(t0), gok, want.Sub(t0), wok)
 					}
 				default:
@@ -334,6 +372,7 @@ func TestFullRefusesNewKeys(t *testing.T) {
 	for _, im := range impls {
 		t.Run(im.name, func(t *testing.T) {
 			const w = time.Second
+			h := im.idle(w)
 			k := newKeyed(t, im, 2, w, keyed.MaxKeys(3))
 			for _, key := range []string{"a", "b", "c"} {
 				if !k.AllowN(key, at(0), 1) {
@@ -349,21 +388,21 @@ func TestFullRefusesNewKeys(t *testing.T) {
 			if _, ok := k.ReadyAt("d", at(0), 1); ok {
 				t.Error("ReadyAt(new key, full) is ready, want false")
 			}
-			if !k.AllowN("a", at(w/2), 1) {
+			if !k.AllowN("a", at(h/2), 1) {
 				t.Error("a present key was refused because the Keyed is full")
 			}
 			if got := k.Len(); got != 3 {
 				t.Errorf("Len() = %d, want 3", got)
 			}
-			// b and c become idle at t0+w (a was admitted at t0+w/2).
+			// b and c become idle at t0+h (a was admitted at t0+h/2).
 			// A new key then sweeps them out and is admitted.
-			if !k.AllowN("d", at(w), 1) {
+			if !k.AllowN("d", at(h), 1) {
 				t.Fatal("new key refused although idle keys could be swept")
 			}
 			if got := k.Len(); got != 2 {
 				t.Errorf("Len() = %d after the automatic sweep, want 2 (a, d)", got)
 			}
-			if !k.AllowN("e", at(w), 1) || k.AllowN("f", at(w), 1) {
+			if !k.AllowN("e", at(h), 1) || k.AllowN("f", at(h), 1) {
 				t.Error("after the sweep: want e admitted (room for one), f refused (full, nothing idle)")
 			}
 		})
@@ -546,5 +585,21 @@ func TestZeroAllocs(t *testing.T) {
 	allocs = testing.AllocsPerRun(1000, func() { k.Allow(keys[3]) })
 	if allocs != 0 {
 		t.Errorf("%v allocs per Allow on a present key, want 0", allocs)
+	}
+
+	// Refusing a new key because the Keyed is full allocates nothing either.
+	full, err := keyed.New[string](func() (*ring.Limiter, error) { return ring.New(10, time.Hour) }, keyed.MaxKeys(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	full.AllowN("a", t0, 1)
+	full.AllowN("b", t0, 1) // the automatic sweep at t0 runs once, here
+	allocs = testing.AllocsPerRun(1000, func() {
+		if full.AllowN("b", t0, 1) {
+			t.Fatal("a new key was admitted in a full Keyed")
+		}
+	})
+	if allocs != 0 {
+		t.Errorf("%v allocs per refused new key, want 0", allocs)
 	}
 }
