@@ -96,7 +96,7 @@ const (
 	idxBits   = 12
 	idxMask   = 1<<idxBits - 1
 	tagMask   = 1<<(64-idxBits) - 1
-	maxChunks = 11 // 2+4+...+4096 = 4094 slots < 1<<idxBits
+	maxChunks = 11 // 2+4+...+2048 = 4094 slots < 1<<idxBits
 
 	stateW = 0
 	lastW  = 1
