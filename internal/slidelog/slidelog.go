@@ -201,27 +201,29 @@ func (l *Log) slot(h uint64) *atomic.Uint64 { return &l.slots[h&posMask] }
 // index j any more (the head moved on: the caller must start again).
 func (l *Log) stampAt(j uint64) (s int64, ok bool) {
 	v := l.slot(j).Load()
-	if v&lapBit != lapOf(j) {
+	if v&(busyBit|lapBit) == lapOf(j) {
+		return int64(v & valueMask), true
+	}
+	return l.stampSlow(j, v)
+}
+
+// stampSlow is stampAt for a slot that holds a marker or another lap.
+func (l *Log) stampSlow(j, v uint64) (s int64, ok bool) {
+	if v&lapBit != lapOf(j) || !isMarkerOf(v, j) {
 		return 0, false
 	}
-	if v&busyBit != 0 {
-		if !isMarkerOf(v, j) {
-			return 0, false
-		}
-		// The marker of a batch at j < head (the caller saw the head past
-		// j, and the marker is unique to j): the batch's stamps were all
-		// written before the head passed it, so slot j+1 holds its stamp
-		// (index j+1+size cannot be claimed while slot j holds index j).
-		// Replace the marker by that stamp on the way.
-		next := l.add(j, 1)
-		nv := l.slot(next).Load()
-		if nv&lapBit != lapOf(next) || nv&busyBit != 0 {
-			return 0, false
-		}
-		l.slot(j).CompareAndSwap(v, lapOf(j)|nv&valueMask)
-		return int64(nv & valueMask), true
+	// The marker of a batch at j < head (the caller saw the head past j,
+	// and the marker is unique to j): the batch's stamps were all written
+	// before the head passed it, so slot j+1 holds its stamp (index
+	// j+1+size cannot be claimed while slot j holds index j). Replace the
+	// marker by that stamp on the way.
+	next := l.add(j, 1)
+	nv := l.slot(next).Load()
+	if nv&(busyBit|lapBit) != lapOf(next) {
+		return 0, false
 	}
-	return int64(v & valueMask), true
+	l.slot(j).CompareAndSwap(v, lapOf(j)|nv&valueMask)
+	return int64(nv & valueMask), true
 }
 
 // AllowN admits n at now iff every rule admits it: all-or-nothing. n == 0 is
@@ -261,17 +263,33 @@ func (l *Log) allowN(now int64, n int64) (admitted bool, first uint64, stamp int
 			continue
 		}
 		// The predecessor's stamp is the latest: time never goes back.
-		last, ok := l.stampAt(l.sub(h, 1))
-		if !ok {
-			continue
+		// (stampAt, inlined by hand: this is the hot path.)
+		j := l.sub(h, 1)
+		v := l.slots[j&posMask].Load()
+		last := int64(v & valueMask)
+		if v&(busyBit|lapBit) != lapOf(j) {
+			var ok bool
+			if last, ok = l.stampSlow(j, v); !ok {
+				continue
+			}
 		}
 		t := max(now, last)
-		admit, ok := l.check(h, n, t)
-		if !ok {
-			continue
-		}
-		if !admit {
-			return false, 0, 0
+		// Every rule must admit: the stamp Limit-n+1 places back must be
+		// outside (t-Window, t] (stamp 0: nothing admitted that far back).
+		for i := range l.rules {
+			r := &l.rules[i]
+			j := l.sub(h, uint64(r.Limit-n+1))
+			v := l.slots[j&posMask].Load()
+			s := int64(v & valueMask)
+			if v&(busyBit|lapBit) != lapOf(j) {
+				var ok bool
+				if s, ok = l.stampSlow(j, v); !ok {
+					goto again
+				}
+			}
+			if s != 0 && s > t-r.Window {
+				return false, 0, 0
+			}
 		}
 		if n == 1 {
 			// Claim and publish in one step: the linearization point.
@@ -284,27 +302,11 @@ func (l *Log) allowN(now int64, n int64) (admitted bool, first uint64, stamp int
 		if !l.clearMarkers(l.add(h, 1), n-1) {
 			continue
 		}
-		marker := markerFor(h, n)
-		if claim.CompareAndSwap(cv, marker) {
+		if marker := markerFor(h, n); claim.CompareAndSwap(cv, marker) {
 			return true, h, l.complete(h, marker, t)
 		}
+	again:
 	}
-}
-
-// check reports whether every rule admits n at t with the head at h. ok is
-// false when the head moved while reading.
-func (l *Log) check(h uint64, n int64, t int64) (admit, ok bool) {
-	for i := range l.rules {
-		r := &l.rules[i]
-		s, ok := l.stampAt(l.sub(h, uint64(r.Limit-n+1)))
-		if !ok {
-			return false, false
-		}
-		if s != 0 && s > t-r.Window { // stamp 0: nothing admitted yet
-			return false, true
-		}
-	}
-	return true, true
 }
 
 // clearMarkers replaces every batch marker in slots from .. from+n-1 (which
