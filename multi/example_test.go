@@ -55,3 +55,22 @@ func ExampleNewApprox() {
 	// true
 	// [0 1]
 }
+
+func ExampleApprox_RemainingAt() {
+	// What an HTTP 429 reports: the calls left under each rule, and when
+	// to retry.
+	l, _ := multi.NewApprox(
+		multi.Rule{Limit: 2, Window: time.Second},
+		multi.Rule{Limit: 3, Window: time.Minute},
+	)
+	now := time.Now()
+	for l.AllowN(now, 1) {
+	}
+	remaining := make([]int, 0, 2) // reused across requests: no allocation
+	at, _ := l.ReadyAt(now, 1)
+	fmt.Println("remaining:", l.RemainingAt(now, remaining))
+	fmt.Println("retry after:", at.Sub(now))
+	// Output:
+	// remaining: [0 1]
+	// retry after: 1.5s
+}
