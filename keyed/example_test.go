@@ -1,0 +1,135 @@
+package keyed_test
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/slidelimit/slidelimit/keyed"
+	"github.com/slidelimit/slidelimit/ring"
+	"github.com/slidelimit/slidelimit/window"
+)
+
+// Each key gets its own limiter, created on first use. The instants are fixed
+// so that the output does not depend on the clock; a server calls
+// Allow(key), which reads time.Now.
+func ExampleKeyed_AllowN() {
+	k, err := keyed.New[string](func() (*ring.Limiter, error) {
+		return ring.New(2, time.Second) // 2 calls per second, per key
+	})
+	if err != nil {
+		panic(err)
+	}
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	show := func(key string, at time.Time) {
+		fmt.Printf("%s at +%v: %v\n", key, at.Sub(now), k.AllowN(key, at, 1))
+	}
+	show("alice", now)
+	show("alice", now)
+	show("alice", now) // alice's third call in the same second
+	show("bob", now)   // bob has his own limit
+	show("alice", now.Add(time.Second))
+	fmt.Println("keys:", k.Len())
+	// Output:
+	// alice at +0s: true
+	// alice at +0s: true
+	// alice at +0s: false
+	// bob at +0s: true
+	// alice at +1s: true
+	// keys: 2
+}
+
+// What an HTTP 429 response needs: how many calls remain, and when the next
+// one will be admitted (for Retry-After).
+func ExampleKeyed_ReadyAt() {
+	k, err := keyed.New[string](func() (*ring.Limiter, error) {
+		return ring.New(3, time.Minute)
+	})
+	if err != nil {
+		panic(err)
+	}
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	k.AllowN("203.0.113.7", now, 1)
+	k.AllowN("203.0.113.7", now.Add(10*time.Second), 2)
+
+	at := now.Add(20 * time.Second)
+	fmt.Println("allowed:", k.AllowN("203.0.113.7", at, 1))
+	fmt.Println("remaining:", k.TokensAt("203.0.113.7", at))
+	ready, ok := k.ReadyAt("203.0.113.7", at, 1)
+	fmt.Println("retry after:", ready.Sub(at), ok)
+	// Output:
+	// allowed: false
+	// remaining: 0
+	// retry after: 40s true
+}
+
+// Sweep removes the keys whose limiters carry no information any more; a
+// removed key starts again from a fresh limiter, which decides exactly as
+// the removed one would have. A server runs Sweep(time.Now()) periodically.
+func ExampleKeyed_Sweep() {
+	k, err := keyed.New[string](func() (*window.Limiter, error) {
+		return window.New(10, time.Second)
+	})
+	if err != nil {
+		panic(err)
+	}
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	k.AllowN("a", now, 1)
+	k.AllowN("b", now.Add(time.Second), 1)
+	// A window limiter is idle two windows after its last admission.
+	fmt.Println("removed at +1s:", k.Sweep(now.Add(time.Second)))
+	fmt.Println("removed at +2s:", k.Sweep(now.Add(2*time.Second)))
+	fmt.Println("removed at +3s:", k.Sweep(now.Add(3*time.Second)))
+	fmt.Println("keys:", k.Len())
+	// Output:
+	// removed at +1s: 0
+	// removed at +2s: 1
+	// removed at +3s: 1
+	// keys: 0
+}
+
+// With a bound on the number of keys, a new key is refused while the Keyed
+// is full and no key is idle; keys already present keep working.
+func ExampleMaxKeys() {
+	k, err := keyed.New[string](func() (*ring.Limiter, error) {
+		return ring.New(5, time.Minute)
+	}, keyed.MaxKeys(2))
+	if err != nil {
+		panic(err)
+	}
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	fmt.Println("a:", k.AllowN("a", now, 1))
+	fmt.Println("b:", k.AllowN("b", now, 1))
+	fmt.Println("c:", k.AllowN("c", now, 1), "(full)")
+	fmt.Println("a:", k.AllowN("a", now, 1))
+	// A minute later a and b are idle: c's call sweeps them out first.
+	fmt.Println("c:", k.AllowN("c", now.Add(time.Minute), 1), "keys:", k.Len())
+	// Output:
+	// a: true
+	// b: true
+	// c: false (full)
+	// a: true
+	// c: true keys: 1
+}
+
+// Range visits the keys; it may run alongside other calls (see its
+// documentation for what it sees then).
+func ExampleKeyed_Range() {
+	k, err := keyed.New[int](func() (*ring.Limiter, error) {
+		return ring.New(1, time.Second)
+	})
+	if err != nil {
+		panic(err)
+	}
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	for id := range 5 {
+		k.AllowN(id, now, 1)
+	}
+	sum := 0
+	k.Range(func(id int) bool {
+		sum += id
+		return true
+	})
+	fmt.Println("keys:", k.Len(), "sum of ids:", sum)
+	// Output:
+	// keys: 5 sum of ids: 10
+}
