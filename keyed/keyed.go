@@ -5,7 +5,8 @@
 // # Model
 //
 // A Keyed[K, L] maps keys of type K to limiters of type L: a *ring.Limiter,
-// *window.Limiter, *multi.Limiter or any type with the methods of [Limiter].
+// *window.Limiter, *multi.Limiter, *multi.Approx, or any type with the
+// methods of [Limiter].
 // For a key that is present, every call is the key's own limiter's call:
 //
 //	k.AllowN(key, now, n)  is  limiterOf(key).AllowN(now, n)
@@ -109,6 +110,10 @@ const DefaultMaxKeys = 1_000_000
 // MaxMaxKeys is the largest bound MaxKeys accepts.
 const MaxMaxKeys = math.MaxInt32
 
+// cacheLine is the false-sharing unit (64 bytes on amd64 and most arm64
+// cores), as in the other packages of this module.
+const cacheLine = 64
+
 // autoSweepGap is how many times its own duration an automatic sweep (one
 // started because the Keyed is full) waits, on the calls' instants, before
 // the next one may start.
@@ -154,22 +159,28 @@ type entry[L Limiter] struct {
 // one; the zero value is not usable. A Keyed must not be copied after first
 // use. It is safe for concurrent use by multiple goroutines.
 type Keyed[K comparable, L Limiter] struct {
+	// The fields up to floor are read by every call and written only by New
+	// (and floor by sweeps).
 	keys       store[K, *entry[L]]
 	newLimiter func() (L, error)
 	// fresh was made by New and is never decided on: it answers TokensAt and
 	// ReadyAt for absent keys.
 	fresh   L
 	maxKeys int64
+	// floor is the latest instant given to a sweep, nil before the first.
+	// Calls clamp their instant up to it after looking their key up.
+	floor atomic.Pointer[time.Time]
+
+	// n is written each time a key is created or removed, which a flood of
+	// new keys does all the time: keep it off the cache line every call
+	// reads.
+	_ [cacheLine]byte
 
 	// n counts the keys present plus the keys being created. A creator
 	// reserves a slot (a CAS that keeps n <= maxKeys) before inserting, and
 	// a remover releases it after removing, so the map never holds more
 	// than maxKeys entries.
 	n atomic.Int64
-
-	// floor is the latest instant given to a sweep, nil before the first.
-	// Calls clamp their instant up to it after looking their key up.
-	floor atomic.Pointer[time.Time]
 
 	// sweepMu is held for the whole of a sweep, so sweeps run one at a
 	// time; floor and nextAuto are only stored with it held.

@@ -360,3 +360,56 @@ func BenchmarkBytesPerKey(b *testing.B) {
 	b.Run("lim=multi2", func(b *testing.B) { report(b, measureBytes(b, "multi2", n, newMulti)) })
 	b.Run("lim=multiApprox2", func(b *testing.B) { report(b, measureBytes(b, "multiApprox2", n, newMultiApprox)) })
 }
+
+// BenchmarkSweep measures a sweep over n keys of which none is idle (the
+// cost of visiting a key: ns/key), and, once per n, a sweep that removes
+// every key (evict-ns/key).
+func BenchmarkSweep(b *testing.B) {
+	for _, n := range []int{100_000, 1_000_000} {
+		b.Run(fmt.Sprintf("lim=window/keys=%s", size(n)), func(b *testing.B) {
+			f := getFixture(b, "window-sweep", n, newWindow)
+			at := f.next
+			for _, key := range f.keys {
+				f.k.AllowN(key, at, 1)
+			}
+			for b.Loop() {
+				if got := f.k.Sweep(at); got != 0 {
+					b.Fatalf("Sweep removed %d keys, want 0", got)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/key")
+			b.ReportMetric(evictAll(b, n), "evict-ns/key")
+		})
+	}
+}
+
+var (
+	evictMu      sync.Mutex
+	evictResults = map[int]float64{}
+)
+
+// evictAll returns the time per key of a sweep that removes all of n keys,
+// measured once per process.
+func evictAll(b *testing.B, n int) float64 {
+	evictMu.Lock()
+	defer evictMu.Unlock()
+	if r, ok := evictResults[n]; ok {
+		return r
+	}
+	keys := benchKeys(b, n)
+	k, err := New[string](newWindow, MaxKeys(n))
+	if err != nil {
+		b.Fatal(err)
+	}
+	at := time.Unix(1_700_000_000, 0)
+	for _, key := range keys {
+		k.AllowN(key, at, 1)
+	}
+	start := time.Now()
+	if got := k.Sweep(at.Add(time.Hour)); got != n {
+		b.Fatalf("Sweep removed %d keys, want %d", got, n)
+	}
+	r := float64(time.Since(start).Nanoseconds()) / float64(n)
+	evictResults[n] = r
+	return r
+}

@@ -1,0 +1,26 @@
+package keyed
+
+import (
+	"testing"
+	"unsafe"
+
+	"github.com/slidelimit/slidelimit/ring"
+)
+
+// TestEntrySize: the Keyed's own cost per key, on top of the map's entry and
+// the limiter, is one pointer and the state word (padded to a pointer).
+func TestEntrySize(t *testing.T) {
+	got := unsafe.Sizeof(entry[*ring.Limiter]{})
+	if want := 2 * unsafe.Sizeof(uintptr(0)); got != want {
+		t.Fatalf("size of entry = %d bytes, want %d", got, want)
+	}
+}
+
+// TestKeyedLayout: the counter that key creation writes is on another cache
+// line than the fields every call reads.
+func TestKeyedLayout(t *testing.T) {
+	var k Keyed[string, *ring.Limiter]
+	if d := unsafe.Offsetof(k.n) - unsafe.Offsetof(k.floor); d < cacheLine {
+		t.Fatalf("n is %d bytes after floor, want at least %d", d, cacheLine)
+	}
+}
