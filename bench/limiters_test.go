@@ -12,6 +12,7 @@ import (
 
 	"github.com/slidelimit/slidelimit/bench/refimpl"
 	"github.com/slidelimit/slidelimit/ring"
+	"github.com/slidelimit/slidelimit/window"
 )
 
 // allower is what the single-limiter harness calls: each implementation's
@@ -87,6 +88,7 @@ func impls() []impl {
 		{name: "floor", newFn: func(int, time.Duration) allower { return &floor{base: time.Now()} }},
 		{name: "clock", newFn: func(int, time.Duration) allower { return &clockOnly{base: time.Now()} }},
 		{name: "ring", newFn: func(l int, w time.Duration) allower { return mustNew(ring.New(l, w)) }},
+		{name: "window", newFn: func(l int, w time.Duration) allower { return mustNew(window.New(l, w)) }},
 		{name: "mutexlog", newFn: func(l int, w time.Duration) allower { return refimpl.NewMutexLog(l, w) }},
 		{name: "mutexwindow", newFn: func(l int, w time.Duration) allower { return refimpl.NewMutexWindow(l, w) }},
 		{name: "xrate", newFn: func(l int, w time.Duration) allower {

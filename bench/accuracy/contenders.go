@@ -32,16 +32,24 @@ const (
 	Bubble   = "testing/synctest fake clock (time.Now)"
 )
 
+// Two-counter layouts (see TwoCounter).
+const (
+	Grid           = "grid"
+	Anchored       = "anchored"
+	AnchoredLatest = "anchored, stale instants clamped to the latest admission"
+)
+
 // Contender is one limiter configured for Limit per Window.
 type Contender struct {
-	Name    string
-	API     string // the call that is replayed
-	Algo    string // what it limits
-	Clock   string // Injected, FakeIfc or Bubble
-	Exact   bool   // must decide exactly as the Oracle
-	Formula bool   // must decide exactly as the TwoCounter model
-	Pacer   bool   // delays instead of refusing
-	New     func(epoch time.Time) (Decider, func())
+	Name  string
+	API   string // the call that is replayed
+	Algo  string // what it limits
+	Clock string // Injected, FakeIfc or Bubble
+	Exact bool   // must decide exactly as the Oracle
+	Model string // the two-counter layout it is compared with: Grid, Anchored or ""
+	Must  bool   // must decide exactly as its Model (ours and the references)
+	Pacer bool   // delays instead of refusing
+	New   func(epoch time.Time) (Decider, func())
 }
 
 type decideFunc func(presented, real time.Time, n int) (bool, time.Time)
@@ -116,7 +124,7 @@ func Peers() []Contender {
 			},
 		},
 		{
-			Name: "RussellLuo/slidingwindow", API: "(*Limiter).AllowN(t, n), LocalWindow", Clock: Injected,
+			Name: "RussellLuo/slidingwindow", API: "(*Limiter).AllowN(t, n), LocalWindow", Clock: Injected, Model: Grid,
 			Algo: "two counters (previous, current aligned window), float weight",
 			New: func(epoch time.Time) (Decider, func()) {
 				l, stop := swindow.NewLimiter(Window, Limit, func() (swindow.Window, swindow.StopFunc) {
@@ -181,7 +189,7 @@ func Peers() []Contender {
 			},
 		},
 		{
-			Name: "go-chi/httprate", API: "(*RateLimiter).OnLimit(w, r, key)", Clock: Bubble,
+			Name: "go-chi/httprate", API: "(*RateLimiter).OnLimit(w, r, key)", Clock: Bubble, Model: Grid,
 			Algo: "two counters, float weight rounded to the nearest integer",
 			New: func(epoch time.Time) (Decider, func()) {
 				l := httprate.NewRateLimiter(Limit, Window)

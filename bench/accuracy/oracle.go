@@ -32,13 +32,19 @@ func NewOracle(limit int, window time.Duration) *Oracle {
 }
 
 // AllowN admits n at now iff the cost already stamped in (now-W, now] plus n
-// is at most the limit. n == 0 is admitted and writes nothing; n < 0 is
-// refused.
+// is at most the limit, and records it. n == 0 is admitted and writes
+// nothing; n < 0 is refused.
 func (o *Oracle) AllowN(now int64, n int64) bool {
+	ok := o.Fits(now, n)
+	o.Record(now, n, ok)
+	return ok
+}
+
+// Fits reports what AllowN would decide, changing nothing.
+func (o *Oracle) Fits(now int64, n int64) bool {
 	if o.seen && now < o.latest {
 		now = o.latest
 	}
-	o.latest, o.seen = now, true
 	if n == 0 {
 		return true
 	}
@@ -51,33 +57,62 @@ func (o *Oracle) AllowN(now int64, n int64) bool {
 	for i := len(o.stamps) - 1; i >= 0 && o.stamps[i].At > now-o.Window; i-- {
 		inWindow += o.stamps[i].Cost
 	}
-	if inWindow+n > o.Limit {
-		return false
-	}
-	o.stamps = append(o.stamps, Stamp{At: now, Cost: n})
-	return true
+	return inWindow+n <= o.Limit
 }
 
-// TwoCounter is the two-counter estimate of window/ computed exactly in
-// integers (no floating point, no rounding): windows are aligned at
-// origin + k*W, and n is admitted at now iff
+// Record applies a decision made at now, by this oracle or by a limiter the
+// oracle shadows: the instant is seen and, if admitted, n is stamped.
+func (o *Oracle) Record(now int64, n int64, admitted bool) {
+	if o.seen && now < o.latest {
+		now = o.latest
+	}
+	o.latest, o.seen = now, true
+	if admitted && n > 0 {
+		o.stamps = append(o.stamps, Stamp{At: now, Cost: n})
+	}
+}
+
+// TwoCounter is the two-counter estimate computed exactly in integers (no
+// floating point, no rounding): n is admitted at now iff
 //
 //	prev*(W-elapsed) + (curr+n)*W <= limit*W
 //
-// where elapsed is now's distance from the start of its aligned window, curr
-// the cost admitted in that window and prev the cost admitted in the one
-// before (zero if that one was skipped). Stale instants are clamped forward.
+// where elapsed is now's distance from the start of its window, curr the
+// cost admitted in that window and prev the cost admitted in the one before.
+//
+// Two alignments are modelled. Grid (Anchored false): windows start at
+// multiples of W from offset 0, and a stale instant is clamped to the latest
+// one seen; this is RussellLuo/slidingwindow's and httprate's layout (they
+// then compute the formula in floating point). Anchored: window/'s documented
+// layout, checked independently here: the first admission into an idle
+// limiter (nothing in the current or the previous window, that is 2W or more
+// after the current window's start) starts a window at its own instant, a
+// later window starts W after the previous one, an instant before the current
+// window's start is treated as that start, and a refused call changes
+// nothing.
 type TwoCounter struct {
 	Limit, Window int64
-	latest        int64
-	seen          bool
-	k             int64 // index of the current aligned window
-	prev, curr    int64
+	Anchored      bool
+	// ClampLatest (anchored layout only): an instant before the latest
+	// admitted one is treated as that one (multi's Approx), instead of
+	// before the current window's start (window).
+	ClampLatest bool
+	seen        bool
+	latest      int64 // grid: latest instant seen
+	start       int64 // start of the current window
+	prev, curr  int64
 }
 
-// NewTwoCounter returns the model for limit per window, aligned at offset 0.
+// NewTwoCounter returns the grid model for limit per window, aligned at
+// offset 0.
 func NewTwoCounter(limit int, window time.Duration) *TwoCounter {
 	return &TwoCounter{Limit: int64(limit), Window: int64(window)}
+}
+
+// NewAnchoredTwoCounter returns the anchored model (window/'s layout; with
+// clampLatest, multi.Approx's).
+func NewAnchoredTwoCounter(limit int, window time.Duration, clampLatest bool) *TwoCounter {
+	return &TwoCounter{Limit: int64(limit), Window: int64(window), Anchored: true, ClampLatest: clampLatest}
 }
 
 func floorDiv(a, b int64) int64 {
@@ -99,33 +134,68 @@ func mulLE(a, b, c, d, e, f uint64) bool {
 	return h < he || (h == he && l <= le)
 }
 
-// AllowN applies the formula at now.
+// AllowN applies the formula at now and records the decision.
 func (m *TwoCounter) AllowN(now int64, n int64) bool {
+	ok := m.Fits(now, n)
+	m.Record(now, n, ok)
+	return ok
+}
+
+// view returns the clamped instant and the window in effect at now, without
+// changing anything.
+func (m *TwoCounter) view(now int64) (t, start, prev, curr int64) {
+	if m.Anchored {
+		if m.seen && now < m.start {
+			now = m.start
+		}
+		if m.ClampLatest && m.seen && now < m.latest {
+			now = m.latest
+		}
+		switch d := now - m.start; {
+		case !m.seen || d >= 2*m.Window:
+			return now, now, 0, 0
+		case d >= m.Window:
+			return now, m.start + m.Window, m.curr, 0
+		}
+		return now, m.start, m.prev, m.curr
+	}
 	if m.seen && now < m.latest {
 		now = m.latest
 	}
-	k := floorDiv(now, m.Window)
+	start = floorDiv(now, m.Window) * m.Window
 	switch {
-	case !m.seen:
-		m.k = k
-	case k == m.k+1:
-		m.prev, m.curr, m.k = m.curr, 0, k
-	case k > m.k+1:
-		m.prev, m.curr, m.k = 0, 0, k
+	case !m.seen || start == m.start:
+		return now, start, m.prev, m.curr
+	case start == m.start+m.Window:
+		return now, start, m.curr, 0
 	}
-	m.latest, m.seen = now, true
+	return now, start, 0, 0
+}
+
+// Fits reports whether the formula admits n at now, changing nothing.
+func (m *TwoCounter) Fits(now int64, n int64) bool {
 	if n == 0 {
 		return true
 	}
 	if n < 0 || n > m.Limit {
 		return false
 	}
-	elapsed := now - k*m.Window
-	if !mulLE(uint64(m.prev), uint64(m.Window-elapsed), uint64(m.curr+n), uint64(m.Window), uint64(m.Limit), uint64(m.Window)) {
-		return false
+	t, start, prev, curr := m.view(now)
+	return mulLE(uint64(prev), uint64(m.Window-(t-start)), uint64(curr+n), uint64(m.Window), uint64(m.Limit), uint64(m.Window))
+}
+
+// Record applies a decision made at now, by this model or by a limiter it
+// shadows. In the grid layout every call moves the window; in the anchored
+// one only an admission writes.
+func (m *TwoCounter) Record(now int64, n int64, admitted bool) {
+	if m.Anchored && (!admitted || n <= 0) {
+		return
 	}
-	m.curr += n
-	return true
+	t, start, prev, curr := m.view(now)
+	m.latest, m.start, m.prev, m.curr, m.seen = t, start, prev, curr, true
+	if admitted && n > 0 {
+		m.curr += n
+	}
 }
 
 // MaxInWindow returns the largest cost in any window (t-W, t] over every

@@ -4,7 +4,9 @@ import (
 	"time"
 
 	"github.com/slidelimit/slidelimit/bench/refimpl"
+	"github.com/slidelimit/slidelimit/multi"
 	"github.com/slidelimit/slidelimit/ring"
+	"github.com/slidelimit/slidelimit/window"
 )
 
 // allowNer is the decision method every limiter of ours (and the references)
@@ -34,6 +36,29 @@ func Ours() []Contender {
 				return injected(must(ring.New(Limit, Window))), noop
 			},
 		},
+		{
+			Name: "slidelimit multi (1 rule)", API: "(*multi.Limiter).AllowN(t, n)", Clock: Injected, Exact: true,
+			Algo: "multi's exact flavour with the single rule 100 per 1 s",
+			New: func(time.Time) (Decider, func()) {
+				return injected(must(multi.New(multi.Rule{Limit: Limit, Window: Window}))), noop
+			},
+		},
+		{
+			Name: "slidelimit window", API: "(*window.Limiter).AllowN(t, n)", Clock: Injected,
+			Model: Anchored, Must: true,
+			Algo: "two counters, exact integer formula; windows anchored at the first admission after idleness",
+			New: func(time.Time) (Decider, func()) {
+				return injected(must(window.New(Limit, Window))), noop
+			},
+		},
+		{
+			Name: "slidelimit multi approx (1 rule)", API: "(*multi.Approx).AllowN(t, n)", Clock: Injected,
+			Model: AnchoredLatest, Must: true,
+			Algo: "multi's approximate flavour with the single rule 100 per 1 s",
+			New: func(time.Time) (Decider, func()) {
+				return injected(must(multi.NewApprox(multi.Rule{Limit: Limit, Window: Window}))), noop
+			},
+		},
 	}
 }
 
@@ -48,8 +73,9 @@ func References() []Contender {
 			},
 		},
 		{
-			Name: "mutex window (bench ref)", API: "(*refimpl.MutexWindow).AllowN(t, n)", Clock: Injected, Formula: true,
-			Algo: "two counters, exact integer formula, under a sync.Mutex",
+			Name: "mutex window (bench ref)", API: "(*refimpl.MutexWindow).AllowN(t, n)", Clock: Injected,
+			Model: Anchored, Must: true,
+			Algo: "two counters, exact integer formula, window/'s layout, under a sync.Mutex",
 			New: func(time.Time) (Decider, func()) {
 				return injected(refimpl.NewMutexWindow(Limit, Window)), noop
 			},

@@ -10,6 +10,8 @@ type Report struct {
 	Contenders []Info         `json:"contenders"`
 	Workloads  []WorkloadInfo `json:"workloads"`
 	Results    []Result       `json:"results"`
+	MultiRules []string       `json:"multi_rules"`
+	Multi      []MultiResult  `json:"multi"`
 }
 
 // Info describes a contender.
@@ -19,6 +21,8 @@ type Info struct {
 	Algo  string `json:"algo"`
 	Clock string `json:"clock"`
 	Pacer bool   `json:"pacer"`
+	Exact bool   `json:"exact"`
+	Model string `json:"model"`
 }
 
 // WorkloadInfo describes a workload.

@@ -20,9 +20,14 @@ type Result struct {
 	// the limit.
 	MaxInWindow int64   `json:"max_in_window"`
 	Ratio       float64 `json:"ratio"`
-	// OracleDiffs counts the calls decided differently from the oracle.
-	OracleDiffs int `json:"oracle_diffs"`
-	// FormulaOver counts admissions the exact two-counter formula refuses,
+	// LogOver counts admissions the exact sliding log would refuse given
+	// what this limiter had admitted before (the log shadows the limiter's
+	// own history), LogUnder refusals it would admit. For an exact limiter
+	// both are 0.
+	LogOver  int `json:"log_over"`
+	LogUnder int `json:"log_under"`
+	// For a two-counter limiter, FormulaOver counts admissions the exact
+	// two-counter formula (in the contender's window layout) refuses,
 	// FormulaUnder refusals it admits.
 	FormulaOver  int `json:"formula_over"`
 	FormulaUnder int `json:"formula_under"`
@@ -43,8 +48,17 @@ func Run(t *testing.T, c Contender, w Workload, series bool) Result {
 		epoch := time.Now()
 		d, stop := c.New(epoch)
 		defer stop()
-		oracle := NewOracle(Limit, Window)
-		model := NewTwoCounter(Limit, Window)
+		oracle := NewOracle(Limit, Window) // decides on its own
+		shadow := NewOracle(Limit, Window) // follows the contender's decisions
+		var model *TwoCounter
+		switch c.Model {
+		case Grid:
+			model = NewTwoCounter(Limit, Window)
+		case Anchored:
+			model = NewAnchoredTwoCounter(Limit, Window, false)
+		case AnchoredLatest:
+			model = NewAnchoredTwoCounter(Limit, Window, true)
+		}
 		res = Result{Workload: w.Name, Limiter: c.Name, Calls: len(w.Calls)}
 		var stamps []Stamp
 		var delay time.Duration
@@ -52,19 +66,25 @@ func Run(t *testing.T, c Contender, w Workload, series bool) Result {
 			real := epoch.Add(call.At)
 			ok, at := d.Decide(epoch.Add(call.Presented()), real, call.N)
 			pres := int64(call.Presented())
-			// The oracle follows its own decisions, not the contender's:
-			// after a first difference the two states part ways.
-			od := oracle.AllowN(pres, int64(call.N))
-			if od {
-				res.OracleAdmitted += int64(call.N)
+			n := int64(call.N)
+			if oracle.AllowN(pres, n) {
+				res.OracleAdmitted += n
 			}
-			if ok != od {
-				res.OracleDiffs++
-			}
-			if f := model.AllowN(pres, int64(call.N)); ok && !f {
-				res.FormulaOver++
+			// The shadows judge each decision on the contender's own
+			// history, then record the contender's decision.
+			if f := shadow.Fits(pres, n); ok && !f {
+				res.LogOver++
 			} else if !ok && f {
-				res.FormulaUnder++
+				res.LogUnder++
+			}
+			shadow.Record(pres, n, ok)
+			if model != nil {
+				if f := model.Fits(pres, n); ok && !f {
+					res.FormulaOver++
+				} else if !ok && f {
+					res.FormulaUnder++
+				}
+				model.Record(pres, n, ok)
 			}
 			if ok {
 				res.Admitted += int64(call.N)

@@ -59,12 +59,14 @@ func Workloads() []Workload {
 		About: "100 calls 1 ms before an aligned window edge, 100 calls 1 ms after: the fixed-window weak spot",
 		Calls: append(burst(edge-time.Millisecond, 100), burst(edge+time.Millisecond, 100)...),
 	})
-	flood := burst(edge-time.Millisecond, 100)
+	flood := burst(edge-Window, 1)
+	flood = append(flood, burst(edge-time.Millisecond, 99)...)
 	flood = append(flood, periodic(edge+time.Millisecond, time.Millisecond, edge+2*Window)...)
 	ws = append(ws, Workload{
 		Name: "edge-burst-flood",
-		About: "100 calls 1 ms before an aligned edge, then one call per ms for 2 s: " +
-			"the two-counter weak spot (the estimate discounts the burst linearly while it is all still in the window)",
+		About: "one call 1 s before an aligned edge (it starts a window there for limiters that align on their " +
+			"first admission), 99 calls 1 ms before the edge, then one call per ms for 2 s: the two-counter weak " +
+			"spot (the estimate discounts the burst linearly while all of it is still in the window)",
 		Calls: flood,
 	})
 	var onoff []Call

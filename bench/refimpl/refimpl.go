@@ -66,17 +66,20 @@ func (l *MutexLog) allowAt(now int64, n int) bool {
 	return true
 }
 
-// MutexWindow is the two-counter estimate of window/, guarded by one mutex,
-// with windows aligned at its creation instant and the formula in integers
-// (prev*(W-elapsed) + (curr+n)*W <= limit*W; fine for limit*W below 2^63).
+// MutexWindow is the two-counter estimate of window/, guarded by one mutex:
+// the same formula in integers (prev*(W-elapsed) + (curr+n)*W <= limit*W,
+// fine while limit*W is below 2^63) and the same window layout (the first
+// admission into an idle limiter starts a window at its own instant; a later
+// window starts W after the previous one; an instant before the current
+// window's start is treated as that start; a refused call writes nothing).
 // Safe for concurrent use.
 type MutexWindow struct {
 	base          time.Time
 	limit, window int64
 
 	mu         sync.Mutex
-	latest     int64 // guarded by mu
-	k          int64 // guarded by mu: index of the current window
+	seen       bool  // guarded by mu
+	start      int64 // guarded by mu: start of the current window
 	prev, curr int64 // guarded by mu
 }
 
@@ -100,22 +103,19 @@ func (w *MutexWindow) allowAt(now int64, n int) bool {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	now = max(now, w.latest)
-	w.latest = now
-	k := now / w.window
-	if now < 0 {
-		k = (now - w.window + 1) / w.window
+	if w.seen {
+		now = max(now, w.start)
 	}
-	switch {
-	case k == w.k+1:
-		w.prev, w.curr, w.k = w.curr, 0, k
-	case k > w.k+1:
-		w.prev, w.curr, w.k = 0, 0, k
+	start, prev, curr := w.start, w.prev, w.curr
+	switch d := now - start; {
+	case !w.seen || d >= 2*w.window:
+		start, prev, curr = now, 0, 0
+	case d >= w.window:
+		start, prev, curr = start+w.window, curr, 0
 	}
-	elapsed := now - k*w.window
-	if w.prev*(w.window-elapsed)+(w.curr+int64(n))*w.window > w.limit*w.window {
+	if prev*(w.window-(now-start))+(curr+int64(n))*w.window > w.limit*w.window {
 		return false
 	}
-	w.curr += int64(n)
+	w.seen, w.start, w.prev, w.curr = true, start, prev, curr+int64(n)
 	return true
 }

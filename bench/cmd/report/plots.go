@@ -1,0 +1,230 @@
+package main
+
+import (
+	"fmt"
+	"image/color"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
+
+	"github.com/slidelimit/slidelimit/bench/accuracy"
+)
+
+// plottedWorkloads are the workloads drawn, one PNG each.
+var plottedWorkloads = []string{"every-8ms", "poisson-3x", "edge-burst-flood", "bursts-60-every-600ms"}
+
+var (
+	red  = color.RGBA{R: 200, A: 255}
+	blue = color.RGBA{B: 180, G: 60, A: 255}
+)
+
+func savePNG(dir, name string, cols, rows int, w, h vg.Length, plots [][]*plot.Plot) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	img := vgimg.NewWith(vgimg.UseWH(w, h), vgimg.UseDPI(96))
+	dc := draw.New(img)
+	t := draw.Tiles{Rows: rows, Cols: cols, PadX: vg.Millimeter * 4, PadY: vg.Millimeter * 4,
+		PadTop: vg.Millimeter * 2, PadBottom: vg.Millimeter * 2, PadLeft: vg.Millimeter * 2, PadRight: vg.Millimeter * 2}
+	canvases := plot.Align(plots, t, dc)
+	for j := range plots {
+		for i := range plots[j] {
+			if plots[j][i] != nil {
+				plots[j][i].Draw(canvases[j][i])
+			}
+		}
+	}
+	f, err := os.Create(filepath.Join(dir, name))
+	if err != nil {
+		return err
+	}
+	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// grid lays ps out in rows of cols, padding the last row with nils.
+func grid(ps []*plot.Plot, cols int) [][]*plot.Plot {
+	var out [][]*plot.Plot
+	for i := 0; i < len(ps); i += cols {
+		row := make([]*plot.Plot, cols)
+		copy(row, ps[i:min(i+cols, len(ps))])
+		out = append(out, row)
+	}
+	return out
+}
+
+// plotAccuracy draws, for each plotted workload, one panel per limiter: the
+// admitted count in the sliding window (t-W, t] over time, against the limit.
+func plotAccuracy(rep *accuracy.Report, dir string) error {
+	for _, wl := range plottedWorkloads {
+		var ps []*plot.Plot
+		var ymax float64 = float64(rep.Limit) * 1.3
+		for _, r := range rep.Results {
+			if r.Workload == wl {
+				ymax = max(ymax, float64(r.MaxInWindow)*1.08)
+			}
+		}
+		for _, c := range rep.Contenders {
+			var res *accuracy.Result
+			for i := range rep.Results {
+				if rep.Results[i].Workload == wl && rep.Results[i].Limiter == c.Name {
+					res = &rep.Results[i]
+				}
+			}
+			if res == nil {
+				continue
+			}
+			p := plot.New()
+			p.Title.Text = fmt.Sprintf("%s: peak %d", c.Name, res.MaxInWindow)
+			p.Title.TextStyle.Font.Size = vg.Points(10)
+			p.X.Label.Text = "s"
+			p.Y.Label.Text = "in last 1 s"
+			p.Y.Min, p.Y.Max = 0, ymax
+			pts := make(plotter.XYs, 0, len(res.Series)+1)
+			pts = append(pts, plotter.XY{X: 0, Y: 0})
+			var tmax float64
+			for _, pt := range res.Series {
+				x := float64(pt.At) / 1e9
+				pts = append(pts, plotter.XY{X: x, Y: float64(pt.Count)})
+				tmax = max(tmax, x)
+			}
+			line, err := plotter.NewLine(pts)
+			if err != nil {
+				return err
+			}
+			line.StepStyle = plotter.PostStep
+			line.Color = blue
+			lim, err := plotter.NewLine(plotter.XYs{{X: 0, Y: float64(rep.Limit)}, {X: tmax, Y: float64(rep.Limit)}})
+			if err != nil {
+				return err
+			}
+			lim.Color = red
+			lim.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
+			p.Add(line, lim)
+			ps = append(ps, p)
+		}
+		cols := 3
+		rows := (len(ps) + cols - 1) / cols
+		if err := savePNG(dir, "accuracy-"+wl+".png", cols, rows, 30*vg.Centimeter, vg.Length(rows)*6.5*vg.Centimeter, grid(ps, cols)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+type bar struct {
+	label string
+	value float64
+}
+
+// barPlot is a horizontal bar chart of values with their labels.
+func barPlot(title, unit string, bars []bar) (*plot.Plot, error) {
+	p := plot.New()
+	p.Title.Text = title
+	p.Title.TextStyle.Font.Size = vg.Points(11)
+	p.X.Label.Text = unit
+	vals := make(plotter.Values, len(bars))
+	names := make([]string, len(bars))
+	for i, b := range bars {
+		// Bottom-up: the first bar on top.
+		vals[len(bars)-1-i] = b.value
+		names[len(bars)-1-i] = b.label
+	}
+	bc, err := plotter.NewBarChart(vals, vg.Points(12))
+	if err != nil {
+		return nil, err
+	}
+	bc.Horizontal = true
+	bc.Color = blue
+	bc.LineStyle.Width = 0
+	p.Add(bc)
+	p.NominalY(names...)
+	p.X.Min = 0
+	return p, nil
+}
+
+func plotSpeed(r results, dir string) error {
+	type panel struct {
+		title, mode, path string
+		cpu               int
+	}
+	var ps []*plot.Plot
+	for _, pn := range []panel{
+		{"1 goroutine, admit path", "serial", "admit", 1},
+		{"1 goroutine, deny path", "serial", "deny", 1},
+		{"-cpu 2, admit path", "parallel", "admit", 2},
+		{"-cpu 2, deny path", "parallel", "deny", 2},
+		{"-cpu 8, admit path", "parallel", "admit", 8},
+		{"-cpu 8, deny path", "parallel", "deny", 8},
+	} {
+		var bars []bar
+		for _, im := range singleOrder {
+			if s := one(r, pn.mode, pn.path, im, pn.cpu); s.ok {
+				bars = append(bars, bar{im, s.ns})
+			}
+		}
+		if len(bars) == 0 {
+			continue
+		}
+		p, err := barPlot(pn.title, "ns/op (median)", bars)
+		if err != nil {
+			return err
+		}
+		ps = append(ps, p)
+	}
+	if len(ps) > 0 {
+		rows := (len(ps) + 1) / 2
+		if err := savePNG(dir, "speed-one-limiter.png", 2, rows, 26*vg.Centimeter, vg.Length(rows)*7*vg.Centimeter, grid(ps, 2)); err != nil {
+			return err
+		}
+	}
+	ps = nil
+	for _, k := range []string{"1000", "100000", "1000000"} {
+		for _, path := range []string{"mixed", "deny"} {
+			var bars []bar
+			for _, im := range keyedOrder {
+				if s := r.get(fmt.Sprintf("BenchmarkKeyed/keys=%s/path=%s/impl=%s", k, path, im), 2); s.ok {
+					bars = append(bars, bar{im, s.ns})
+				}
+			}
+			if len(bars) == 0 {
+				continue
+			}
+			p, err := barPlot(fmt.Sprintf("%s keys, %s path, -cpu 2", k, path), "ns/op (median)", bars)
+			if err != nil {
+				return err
+			}
+			ps = append(ps, p)
+		}
+	}
+	if len(ps) > 0 {
+		rows := (len(ps) + 1) / 2
+		return savePNG(dir, "speed-keyed.png", 2, rows, 26*vg.Centimeter, vg.Length(rows)*6*vg.Centimeter, grid(ps, 2))
+	}
+	return nil
+}
+
+func plotMemory(mem []memResult, dir string) error {
+	var bars []bar
+	ms := append([]memResult(nil), mem...)
+	sort.SliceStable(ms, func(i, j int) bool { return ms[i].bytesPerKey < ms[j].bytesPerKey })
+	keys := 0
+	for _, m := range ms {
+		bars = append(bars, bar{m.store, m.bytesPerKey})
+		keys = m.keys
+	}
+	p, err := barPlot(fmt.Sprintf("heap per key at %d keys", keys), "bytes/key", bars)
+	if err != nil {
+		return err
+	}
+	return savePNG(dir, "memory-per-key.png", 1, 1, 18*vg.Centimeter, 8*vg.Centimeter, [][]*plot.Plot{{p}})
+}

@@ -1,0 +1,129 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"math"
+
+	"github.com/slidelimit/slidelimit/bench/accuracy"
+)
+
+// target is one row of the Targets table of the brief, as measured.
+type target struct {
+	what, measured, goal string
+	met                  bool
+	known                bool
+}
+
+func ratio(a, b stat) (float64, bool) {
+	if !a.ok || !b.ok || b.ns == 0 {
+		return math.NaN(), false
+	}
+	return a.ns / b.ns, true
+}
+
+func one(r results, mode, path, impl string, cpu int) stat {
+	return r.get(fmt.Sprintf("BenchmarkOne/mode=%s/path=%s/impl=%s", mode, path, impl), cpu)
+}
+
+// twin is the mutex-guarded reference of the same algorithm.
+var twin = map[string]string{"ring": "mutexlog", "window": "mutexwindow"}
+
+func printTargets(w io.Writer, rep *accuracy.Report, r results, mem []memResult, rings []ringMem) {
+	var ts []target
+	add := func(what, goal string, v float64, ok bool, met bool, format string, args ...any) {
+		t := target{what: what, goal: goal, known: ok}
+		if ok {
+			t.measured = fmt.Sprintf(format, args...)
+			t.met = met
+		} else {
+			t.measured = "not measured"
+		}
+		ts = append(ts, t)
+	}
+	if r != nil {
+		for _, im := range []string{"ring", "window"} {
+			a := one(r, "serial", "admit", im, 1)
+			x, ok := ratio(a, one(r, "serial", "admit", "floor", 1))
+			add(im+": 1 goroutine, admit, vs floor", "<= 1.3x", x, ok, x <= 1.3, "%.2fx (%.1f ns vs %.1f)", x, a.ns, one(r, "serial", "admit", "floor", 1).ns)
+			x, ok = ratio(a, one(r, "serial", "admit", "xrate", 1))
+			add(im+": 1 goroutine, admit, vs x/time/rate", "<= 0.5x", x, ok, x <= 0.5, "%.2fx (%.1f ns vs %.1f)", x, a.ns, one(r, "serial", "admit", "xrate", 1).ns)
+			d := one(r, "serial", "deny", im, 1)
+			x, ok = ratio(d, one(r, "serial", "deny", "floor", 1))
+			add(im+": 1 goroutine, deny, vs floor", "<= 1.2x", x, ok, x <= 1.2, "%.2fx (%.1f ns vs %.1f)", x, d.ns, one(r, "serial", "deny", "floor", 1).ns)
+			x, ok = ratio(d, one(r, "serial", "deny", "xrate", 1))
+			add(im+": 1 goroutine, deny, vs x/time/rate", "<= 0.4x", x, ok, x <= 0.4, "%.2fx (%.1f ns vs %.1f)", x, d.ns, one(r, "serial", "deny", "xrate", 1).ns)
+			for _, cpu := range []int{2, 8} {
+				p := one(r, "parallel", "admit", im, cpu)
+				x, ok = ratio(p, one(r, "parallel", "admit", "xrate", cpu))
+				add(fmt.Sprintf("%s: -cpu %d, admit, vs x/time/rate", im, cpu), "< 1x", x, ok, x < 1, "%.2fx (%.1f ns vs %.1f)", x, p.ns, one(r, "parallel", "admit", "xrate", cpu).ns)
+				x, ok = ratio(p, one(r, "parallel", "admit", twin[im], cpu))
+				add(fmt.Sprintf("%s: -cpu %d, admit, vs mutex twin (%s)", im, cpu, twin[im]), "< 1x", x, ok, x < 1, "%.2fx (%.1f ns vs %.1f)", x, p.ns, one(r, "parallel", "admit", twin[im], cpu).ns)
+			}
+			p := one(r, "parallel", "deny", im, 2)
+			x, ok = ratio(p, one(r, "parallel", "deny", "xrate", 2))
+			add(im+": -cpu 2, deny, vs x/time/rate", "<= 0.3x", x, ok, x <= 0.3, "%.2fx (%.1f ns vs %.1f)", x, p.ns, one(r, "parallel", "deny", "xrate", 2).ns)
+		}
+		for _, im := range []string{"keyed-window", "keyed-ring"} {
+			for _, k := range []string{"100000", "1000000"} {
+				for _, path := range []string{"mixed", "deny"} {
+					s := r.get(fmt.Sprintf("BenchmarkKeyed/keys=%s/path=%s/impl=%s", k, path, im), 2)
+					sv := r.get(fmt.Sprintf("BenchmarkKeyed/keys=%s/path=%s/impl=sethvargo", k, path), 2)
+					x, ok := ratio(s, sv)
+					add(fmt.Sprintf("%s: %s keys, -cpu 2, %s, vs sethvargo", im, k, path), "<= 0.3x, 0 allocs/op", x, ok,
+						x <= 0.3 && s.allocs == 0, "%.2fx (%.1f ns vs %.1f), %g allocs/op", x, s.ns, sv.ns, s.allocs)
+				}
+			}
+		}
+	}
+	if len(mem) > 0 {
+		best := math.Inf(1)
+		bestName := ""
+		for _, m := range mem {
+			if m.keys == 1_000_000 && !isOurs(m.store) && m.bytesPerKey < best {
+				best, bestName = m.bytesPerKey, m.store
+			}
+		}
+		for _, m := range mem {
+			if isOurs(m.store) && m.keys == 1_000_000 {
+				add(m.store+": bytes per key at 1M keys vs every keyed peer", "below the smallest peer", 0, !math.IsInf(best, 1),
+					m.bytesPerKey < best, "%.1f B/key vs %.1f (%s): %.2fx", m.bytesPerKey, best, bestName, m.bytesPerKey/best)
+			}
+		}
+	}
+	for _, rg := range rings {
+		add(fmt.Sprintf("ring: memory at limit %d", rg.limit), "8 B per slot + small fixed header", 0, true,
+			rg.header <= 256 || rg.header <= 0.03*float64(8*rg.limit), "%.0f B = 8 x %d + %.0f", rg.bytes, rg.limit, rg.header)
+	}
+	if rep != nil {
+		for _, c := range rep.Contenders {
+			var diffs, over, n int
+			for _, res := range rep.Results {
+				if res.Limiter == c.Name {
+					diffs += res.LogOver + res.LogUnder
+					over += res.FormulaOver
+					n++
+				}
+			}
+			switch c.Name {
+			case "slidelimit ring":
+				add("ring: identical to the oracle on every replayed workload", "0 differing decisions", 0, true, diffs == 0,
+					"%d differing decisions over %d workloads", diffs, n)
+			case "slidelimit window":
+				add("window: never above the formula", "0 admissions the formula refuses", 0, true, over == 0,
+					"%d admissions above the formula over %d workloads", over, n)
+			}
+		}
+	}
+	fmt.Fprintf(w, "## Targets (BRIEF.md), from this run\n\n| target | goal | measured | met |\n| --- | --- | --- | --- |\n")
+	for _, t := range ts {
+		m := "not measured"
+		if t.known {
+			m = map[bool]string{true: "met", false: "**not met**"}[t.met]
+		}
+		fmt.Fprintf(w, "| %s | %s | %s | %s |\n", t.what, t.goal, t.measured, m)
+	}
+	fmt.Fprintln(w)
+}
+
+func isOurs(store string) bool { return store == "keyed-ring" || store == "keyed-window" }
