@@ -421,15 +421,41 @@ func (k *Keyed[K, L]) sweepLocked(now time.Time) int {
 	} else {
 		now = *f
 	}
-	removed := 0
+	// Keys are checked in batches: loading the limiters of a batch first
+	// lets the processor overlap their cache misses, which dominate the
+	// cost of a sweep over more keys than the cache holds.
+	var (
+		keys    [sweepBatch]K
+		entries [sweepBatch]*entry[L]
+		lims    [sweepBatch]L
+		b       int
+		removed int
+	)
+	flush := func() {
+		for i := range b {
+			lims[i] = entries[i].lim
+		}
+		for i := range b {
+			if lims[i].IdleAt(now) && k.evictIfIdle(keys[i], entries[i], now) {
+				removed++
+			}
+		}
+		clear(keys[:b]) // keep no key alive longer than the sweep needs
+		b = 0
+	}
 	k.keys.rangeAll(func(key K, e *entry[L]) bool {
-		if e.lim.IdleAt(now) && k.evictIfIdle(key, e, now) {
-			removed++
+		keys[b], entries[b] = key, e
+		if b++; b == sweepBatch {
+			flush()
 		}
 		return true
 	})
+	flush()
 	return removed
 }
+
+// sweepBatch is how many keys a sweep checks together.
+const sweepBatch = 32
 
 // evictIfIdle removes key if its entry is still e and e's limiter is idle at
 // now, with the protocol described on allowN.
