@@ -582,8 +582,10 @@ func TestWait(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			l := mk(2, time.Second)
 			start := time.Now()
-			if !l.Allow() || !l.Allow() {
-				t.Fatal("first two Allow refused")
+			for i := range 2 {
+				if !l.Allow() {
+					t.Fatalf("Allow %d refused", i)
+				}
 			}
 			// Next window from start+1s with prev=2: one fits from elapsed
 			// 0.5s, so at start+1.5s.

@@ -1,0 +1,136 @@
+package window
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// TestRatios measures the benchmark targets as ratios taken within short
+// rounds: every round runs each variant of BenchmarkWindow for about 10 ms,
+// one after the other, and the ratio of two variants is taken within the
+// round; the report gives the median over the rounds. On a machine shared
+// with other work, `go test -bench` (which runs all counts of one
+// sub-benchmark before the next) compares variants measured minutes apart;
+// this compares them milliseconds apart. It is skipped unless
+// WINDOW_RATIOS=1:
+//
+//	WINDOW_RATIOS=1 go test -run TestRatios -v ./window/
+func TestRatios(t *testing.T) {
+	if os.Getenv("WINDOW_RATIOS") == "" {
+		t.Skip("set WINDOW_RATIOS=1 to measure")
+	}
+	const rounds = 40
+	type variant struct {
+		name     string
+		parallel bool
+		op       func() func() bool // returns the per-goroutine call
+	}
+	floor := func() func() bool {
+		var word atomic.Uint64
+		start := time.Now()
+		return func() bool {
+			d := uint64(time.Since(start))
+			old := word.Load()
+			return word.CompareAndSwap(old, old+d)
+		}
+	}
+	lim := func(im impl, path string) func() func() bool {
+		return func() func() bool {
+			var l limiter
+			if path == "admit" {
+				l, _ = im.new(MaxLimit, time.Millisecond)
+			} else {
+				l, _ = im.new(1, time.Hour)
+				l.Allow()
+			}
+			return l.Allow
+		}
+	}
+	var variants []variant
+	for _, par := range []bool{false, true} {
+		variants = append(variants, variant{"floor", par, floor})
+		for _, path := range []string{"admit", "deny"} {
+			for _, im := range impls {
+				variants = append(variants, variant{im.name + "/" + path, par, lim(im, path)})
+			}
+		}
+	}
+	key := func(v variant) string {
+		if v.parallel {
+			return v.name + "/parallel"
+		}
+		return v.name + "/serial"
+	}
+	var report strings.Builder
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	for _, procs := range []int{1, 2, 8} {
+		runtime.GOMAXPROCS(procs)
+		calls := make(map[string]func() bool)
+		for _, v := range variants {
+			calls[key(v)] = v.op()
+		}
+		ns := make(map[string][]float64)
+		for range rounds {
+			for _, v := range variants {
+				ns[key(v)] = append(ns[key(v)], timeCalls(calls[key(v)], v.parallel, procs, 200_000))
+			}
+		}
+		ratio := func(a, b string) float64 {
+			var rs []float64
+			for i := range rounds {
+				rs = append(rs, ns[a][i]/ns[b][i])
+			}
+			return median(rs)
+		}
+		fmt.Fprintf(&report, "GOMAXPROCS=%d, median over %d rounds (ns/op):", procs, rounds)
+		for _, v := range variants {
+			fmt.Fprintf(&report, " %s=%.1f", key(v), median(ns[key(v)]))
+		}
+		fmt.Fprintf(&report, "\n  cas admit / floor (serial) = %.2f, cas deny / floor (serial) = %.2f\n",
+			ratio("cas/admit/serial", "floor/serial"), ratio("cas/deny/serial", "floor/serial"))
+		fmt.Fprintf(&report, "  parallel cas admit / mutex admit = %.2f, parallel cas deny / serial cas deny = %.2f\n",
+			ratio("cas/admit/parallel", "mutex/admit/parallel"), ratio("cas/deny/parallel", "cas/deny/serial"))
+	}
+	t.Log("\n" + report.String())
+}
+
+// timeCalls makes n calls of call, from one goroutine or spread over procs
+// goroutines, and returns the wall time per call in nanoseconds.
+func timeCalls(call func() bool, parallel bool, procs, n int) float64 {
+	if !parallel {
+		start := time.Now()
+		for range n {
+			call()
+		}
+		return float64(time.Since(start).Nanoseconds()) / float64(n)
+	}
+	var wg sync.WaitGroup
+	gate := make(chan struct{})
+	for range procs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-gate
+			for range n / procs {
+				call()
+			}
+		}()
+	}
+	start := time.Now()
+	close(gate)
+	wg.Wait()
+	return float64(time.Since(start).Nanoseconds()) / float64(n/procs*procs)
+}
+
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
