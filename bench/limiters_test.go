@@ -11,6 +11,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/slidelimit/slidelimit/bench/refimpl"
+	"github.com/slidelimit/slidelimit/multi"
 	"github.com/slidelimit/slidelimit/ring"
 	"github.com/slidelimit/slidelimit/window"
 )
@@ -89,6 +90,12 @@ func impls() []impl {
 		{name: "clock", newFn: func(int, time.Duration) allower { return &clockOnly{base: time.Now()} }},
 		{name: "ring", newFn: func(l int, w time.Duration) allower { return mustNew(ring.New(l, w)) }},
 		{name: "window", newFn: func(l int, w time.Duration) allower { return mustNew(window.New(l, w)) }},
+		{name: "multi", newFn: func(l int, w time.Duration) allower {
+			return mustNew(multi.New(multi.Rule{Limit: l, Window: w}))
+		}},
+		{name: "multiapprox", newFn: func(l int, w time.Duration) allower {
+			return mustNew(multi.NewApprox(multi.Rule{Limit: l, Window: w}))
+		}},
 		{name: "mutexlog", newFn: func(l int, w time.Duration) allower { return refimpl.NewMutexLog(l, w) }},
 		{name: "mutexwindow", newFn: func(l int, w time.Duration) allower { return refimpl.NewMutexWindow(l, w) }},
 		{name: "xrate", newFn: func(l int, w time.Duration) allower {

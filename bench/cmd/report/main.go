@@ -72,7 +72,7 @@ func check(err error) {
 
 // Names of the single-limiter and keyed implementations, in table order.
 var (
-	singleOrder = []string{"floor", "clock", "ring", "window", "multi", "mutexlog", "mutexwindow", "xrate", "juju", "russellluo", "uber"}
+	singleOrder = []string{"floor", "clock", "ring", "window", "multi", "multiapprox", "mutexlog", "mutexwindow", "xrate", "juju", "russellluo", "uber"}
 	keyedOrder  = []string{"keyed-window", "keyed-ring", "sethvargo", "throttled", "ulule", "httprate"}
 )
 

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -20,9 +21,19 @@ import (
 var plottedWorkloads = []string{"every-8ms", "poisson-3x", "edge-burst-flood", "bursts-60-every-600ms"}
 
 var (
-	red  = color.RGBA{R: 200, A: 255}
-	blue = color.RGBA{B: 180, G: 60, A: 255}
+	red   = color.RGBA{R: 200, A: 255}
+	blue  = color.RGBA{B: 180, G: 60, A: 255}
+	green = color.RGBA{G: 140, B: 60, A: 255}
 )
+
+func isPacer(rep *accuracy.Report, name string) bool {
+	for _, c := range rep.Contenders {
+		if c.Name == name {
+			return c.Pacer
+		}
+	}
+	return false
+}
 
 func savePNG(dir, name string, cols, rows int, w, h vg.Length, plots [][]*plot.Plot) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -68,6 +79,14 @@ func plotAccuracy(rep *accuracy.Report, dir string) error {
 	for _, wl := range plottedWorkloads {
 		var ps []*plot.Plot
 		var ymax float64 = float64(rep.Limit) * 1.3
+		// The time axis covers the workload's arrivals plus one window;
+		// a pacer's releases run on past it.
+		var tEnd float64
+		for _, r := range rep.Results {
+			if r.Workload == wl && !isPacer(rep, r.Limiter) && len(r.Series) > 0 {
+				tEnd = max(tEnd, float64(r.Series[len(r.Series)-1].At)/1e9)
+			}
+		}
 		for _, r := range rep.Results {
 			if r.Workload == wl {
 				ymax = max(ymax, float64(r.MaxInWindow)*1.08)
@@ -89,20 +108,28 @@ func plotAccuracy(rep *accuracy.Report, dir string) error {
 			p.X.Label.Text = "s"
 			p.Y.Label.Text = "in last 1 s"
 			p.Y.Min, p.Y.Max = 0, ymax
+			p.X.Min, p.X.Max = 0, tEnd
 			pts := make(plotter.XYs, 0, len(res.Series)+1)
 			pts = append(pts, plotter.XY{X: 0, Y: 0})
 			var tmax float64
 			for _, pt := range res.Series {
 				x := float64(pt.At) / 1e9
+				if x > tEnd {
+					break
+				}
 				pts = append(pts, plotter.XY{X: x, Y: float64(pt.Count)})
 				tmax = max(tmax, x)
 			}
+			tmax = max(tmax, tEnd)
 			line, err := plotter.NewLine(pts)
 			if err != nil {
 				return err
 			}
 			line.StepStyle = plotter.PostStep
 			line.Color = blue
+			if strings.HasPrefix(c.Name, "slidelimit") {
+				line.Color = green
+			}
 			lim, err := plotter.NewLine(plotter.XYs{{X: 0, Y: float64(rep.Limit)}, {X: tmax, Y: float64(rep.Limit)}})
 			if err != nil {
 				return err
