@@ -642,3 +642,47 @@ func TestZeroValue(t *testing.T) {
 		}
 	}
 }
+
+// TestSnapshotConsistency has readers check, while writers admit, that every
+// RemainingAt answer comes from one state: the three rules share their
+// window, so their remaining counts always differ by exactly the difference
+// of their limits. A torn read (some rules before an admission, some after)
+// would break it.
+func TestSnapshotConsistency(t *testing.T) {
+	rules := []multi.Rule{{1000, time.Hour}, {2000, time.Hour}, {3000, time.Hour}}
+	for round := range 5 {
+		l, _ := multi.NewApprox(rules...)
+		at := time.Now()
+		var wg sync.WaitGroup
+		var stop atomic.Bool
+		for range 4 {
+			wg.Go(func() {
+				for l.AllowN(at, 1) {
+				}
+			})
+		}
+		var bad atomic.Value
+		readers := sync.WaitGroup{}
+		for range 2 {
+			readers.Go(func() {
+				buf := make([]int, 0, 3)
+				for !stop.Load() {
+					buf = l.RemainingAt(at, buf[:0])
+					if buf[1]-buf[0] != 1000 || buf[2]-buf[0] != 2000 {
+						bad.Store(fmt.Sprint(buf))
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+		stop.Store(true)
+		readers.Wait()
+		if v := bad.Load(); v != nil {
+			t.Fatalf("round %d: torn snapshot %v", round, v)
+		}
+		if got := l.RemainingAt(at, nil); fmt.Sprint(got) != "[0 1000 2000]" {
+			t.Fatalf("round %d: RemainingAt after the writers = %v, want [0 1000 2000]", round, got)
+		}
+	}
+}
