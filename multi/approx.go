@@ -38,7 +38,7 @@ import (
 // word names the current slot and carries a tag that grows with every
 // admission. A caller reads the head, reads the slot, and checks that the
 // slot still holds that tag (the tag in the slot's state word works as a
-// seqlock: a slot taken for reuse has its tag cleared first). A refused
+// seqlock: a slot taken for reuse gets a new tag first). A refused
 // call stops there: it has written nothing. An admitted call takes a free
 // slot, writes the next snapshot into it, and installs it with one
 // compare-and-swap on the head: the linearization point of the whole
@@ -85,9 +85,10 @@ type arule struct {
 // most one cache line):
 //
 //	word 0          state: tag<<1 | owned. tag is the version of the snapshot
-//	                the slot holds, 0 while its owner writes it; owned is 1
-//	                while the slot is the head's or a caller's scratch, 0 when
-//	                it is free to take
+//	                the slot holds or, while its owner writes it, the version
+//	                it will hold (no head pairs that tag with this slot before
+//	                the owner's compare-and-swap); owned is 1 while the slot is
+//	                the head's or a caller's scratch, 0 when it is free
 //	word 1          last: the latest admitted instant (int64); noneYet before
 //	                the first admission
 //	word 2+2i       start: the instant rule i's current window starts
@@ -155,11 +156,12 @@ func (a *Approx) slot(idx uint64) []atomic.Uint64 {
 	return words[off*a.stride : (off+1)*a.stride]
 }
 
-// acquire takes a free slot as scratch for the next snapshot, growing the
-// table when every slot is taken. It never waits for another caller, except
+// acquire takes a free slot as scratch for the next snapshot, tagging it
+// with tag (the tag the next snapshot will have), and grows the table when
+// every slot is taken. It never waits for another caller, except
 // when all 4094 slots are taken, which needs that many callers suspended in
 // the middle of an admission.
-func (a *Approx) acquire() (uint64, []atomic.Uint64) {
+func (a *Approx) acquire(tag uint64) (uint64, []atomic.Uint64) {
 	for {
 		first := uint64(0)
 		for c := range maxChunks {
@@ -167,7 +169,7 @@ func (a *Approx) acquire() (uint64, []atomic.Uint64) {
 			size := uint64(2) << c
 			if p == nil {
 				words := make([]atomic.Uint64, size*a.stride)
-				words[stateW].Store(owned) // tag 0: being written
+				words[stateW].Store(tag<<1 | owned)
 				if a.chunks[c].CompareAndSwap(nil, &words) {
 					return first, words[:a.stride]
 				}
@@ -176,9 +178,9 @@ func (a *Approx) acquire() (uint64, []atomic.Uint64) {
 			words := *p
 			for off := range size {
 				s := words[off*a.stride : (off+1)*a.stride]
-				// Taking a free slot also sets its tag to 0, so a
+				// Taking a free slot also replaces its tag, so a
 				// reader still looking at its old snapshot sees it go.
-				if v := s[stateW].Load(); v&owned == 0 && s[stateW].CompareAndSwap(v, owned) {
+				if v := s[stateW].Load(); v&owned == 0 && s[stateW].CompareAndSwap(v, tag<<1|owned) {
 					return first + off, s
 				}
 			}
@@ -350,13 +352,19 @@ func (a *Approx) allowN(now int64, n uint64) bool {
 			}
 			return false
 		}
-		if mine == nil {
-			mineIdx, mine = a.acquire()
+		tag := (h>>idxBits + 1) & tagMask
+		if tag == 0 {
+			tag = 1
 		}
-		// Write the next snapshot into the scratch slot. No reader can be
-		// validating against its tag: the tag is 0 after acquire, and
-		// after a failed compare-and-swap it is one that no head ever
-		// paired with this slot.
+		// Tag the scratch slot with the tag of the snapshot it will hold,
+		// before writing it. No reader can validate against that tag
+		// until the compare-and-swap below pairs it with this slot: tags
+		// grow, so no earlier head had it.
+		if mine == nil {
+			mineIdx, mine = a.acquire(tag)
+		} else if mine[stateW].Load() != tag<<1|owned {
+			mine[stateW].Store(tag<<1 | owned) // a retry, on a newer head
+		}
 		if onStack {
 			for i := range a.rules {
 				if mine[ruleW+2*i].Load() != next[i][0] {
@@ -380,11 +388,6 @@ func (a *Approx) allowN(now int64, n uint64) bool {
 		if mine[lastW].Load() != uint64(t) {
 			mine[lastW].Store(uint64(t))
 		}
-		tag := (h>>idxBits + 1) & tagMask
-		if tag == 0 {
-			tag = 1
-		}
-		mine[stateW].Store(tag<<1 | owned)
 		// The linearization point: the head still names the snapshot
 		// everything above was computed from, and now names the next one,
 		// for every rule at once.

@@ -19,7 +19,7 @@ func TestAcquireGrows(t *testing.T) {
 	}
 	seen := map[uint64]bool{a.head.Load() & idxMask: true}
 	for range 100 {
-		idx, s := a.acquire()
+		idx, s := a.acquire(a.head.Load()>>idxBits + 1)
 		if seen[idx] {
 			t.Fatalf("slot %d handed out twice", idx)
 		}
@@ -27,7 +27,7 @@ func TestAcquireGrows(t *testing.T) {
 		if &a.slot(idx)[0] != &s[0] {
 			t.Fatalf("slot %d: acquire and slot disagree", idx)
 		}
-		// A suspended writer leaves the slot owned, tag 0.
+		// A suspended writer leaves the slot owned, tagged for the next head.
 	}
 	// 101 slots taken (the head and 100 scratch): chunks of 2, 4, ..., 64.
 	if got := Slots(a); got != 126 {

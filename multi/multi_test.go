@@ -650,7 +650,7 @@ func TestZeroValue(t *testing.T) {
 // would break it.
 func TestSnapshotConsistency(t *testing.T) {
 	rules := []multi.Rule{{1000, time.Hour}, {2000, time.Hour}, {3000, time.Hour}}
-	for round := range 5 {
+	for round := range 20 {
 		l, _ := multi.NewApprox(rules...)
 		at := time.Now()
 		var wg sync.WaitGroup
