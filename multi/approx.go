@@ -45,7 +45,9 @@ import (
 // decision, for every rule at once. The superseded slot is then released.
 // Nobody ever waits for another caller: a failed compare-and-swap means
 // another admission succeeded, and when every slot is taken (callers
-// suspended mid-admission) the table grows. docs/multi.md has the details.
+// suspended mid-admission) the table grows, up to 4094 slots; only with 4093
+// callers suspended mid-admission would a caller yield until one resumes.
+// docs/multi.md has the details.
 //
 // An Approx is safe for concurrent use by multiple goroutines; decisions are
 // lock-free and allocation-free once the slot table has grown to the number
