@@ -74,3 +74,39 @@ func ExampleApprox_RemainingAt() {
 	// remaining: [0 1]
 	// retry after: 1.5s
 }
+func ExampleLimiter_RemainingAt() {
+	// What an HTTP 429 reports: the calls left under each rule, and when
+	// to retry.
+	l, _ := multi.New(
+		multi.Rule{Limit: 2, Window: time.Second},
+		multi.Rule{Limit: 3, Window: time.Minute},
+	)
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for l.AllowN(now, 1) {
+	}
+	remaining := make([]int, 0, 2) // reused across requests: no allocation
+	at, _ := l.ReadyAt(now, 1)
+	fmt.Println("remaining:", l.RemainingAt(now, remaining))
+	fmt.Println("retry after:", at.Sub(now))
+	// Output:
+	// remaining: [0 1]
+	// retry after: 1s
+}
+
+func ExampleLimiter_AllowN_allOrNothing() {
+	// A refused call counts in no rule, not even in the rules that would
+	// have admitted it.
+	l, _ := multi.New(
+		multi.Rule{Limit: 1, Window: time.Second},
+		multi.Rule{Limit: 10, Window: time.Hour},
+	)
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	l.AllowN(now, 1)
+	for range 100 {
+		l.AllowN(now, 1) // refused by the first rule
+	}
+	fmt.Println(l.RemainingAt(now.Add(time.Second), nil))
+	// Output:
+	// [1 9]
+}
+

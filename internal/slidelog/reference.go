@@ -83,6 +83,24 @@ func (r *Reference) TokensAt(now int64) int64 {
 	return k
 }
 
+// RemainingAt is Log.RemainingAt under a mutex.
+func (r *Reference) RemainingAt(now int64, dst []int) []int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	t := max(toStamp(now), r.last)
+	for _, ru := range r.rules {
+		var k int64
+		for k < ru.Limit {
+			if s := r.stampLocked(r.count + k - ru.Limit); s > 0 && s > t-ru.Window {
+				break
+			}
+			k++
+		}
+		dst = append(dst, int(k))
+	}
+	return dst
+}
+
 // ReadyAt is Log.ReadyAt under a mutex.
 func (r *Reference) ReadyAt(now, n int64) (int64, bool) {
 	if n == 0 {

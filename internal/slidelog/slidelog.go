@@ -462,6 +462,40 @@ retry:
 	return best
 }
 
+// RemainingAt appends to dst, for each rule in order, the largest n that rule
+// alone would admit at now (its limit minus the cost stamped in its window
+// ending at the clamped instant), all read from one snapshot, and returns the
+// extended slice. With room in dst it allocates nothing.
+func (l *Log) RemainingAt(now int64, dst []int) []int {
+	if l.size == 0 {
+		return dst
+	}
+	now = toStamp(now)
+	n0 := len(dst)
+retry:
+	dst = dst[:n0]
+	h, last := l.snapshot(now)
+	t := max(now, last)
+	for i := range l.rules {
+		r := &l.rules[i]
+		lo, hi := int64(0), r.Limit
+		for lo < hi {
+			k := (lo + hi + 1) / 2
+			s, ok := l.stampAt(l.sub(h, uint64(r.Limit-k+1)))
+			if !ok {
+				goto retry
+			}
+			if s == 0 || s <= t-r.Window {
+				lo = k
+			} else {
+				hi = k - 1
+			}
+		}
+		dst = append(dst, int(lo))
+	}
+	return dst
+}
+
 // ReadyAt returns the earliest instant >= now at which n would be admitted if
 // nothing else is; ok is false if n can never be admitted. n == 0 is ready at
 // now.

@@ -3,6 +3,7 @@ package slidelog
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -52,6 +53,9 @@ func TestDifferentialSerial(t *testing.T) {
 				n := int64(1)
 				if rng.IntN(4) == 0 {
 					n = int64(rng.IntN(int(maxL)+3)) - 1
+				}
+				if g, w := lf.RemainingAt(now, nil), rf.RemainingAt(now, nil); !slices.Equal(g, w) {
+					t.Fatalf("rules %v seed %d step %d: RemainingAt(%d) = %v, reference %v", rules, seed, step, now, g, w)
 				}
 				if g, w := lf.TokensAt(now), rf.TokensAt(now); g != w {
 					t.Fatalf("rules %v seed %d step %d: TokensAt(%d) = %d, reference %d", rules, seed, step, now, g, w)
