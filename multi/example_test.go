@@ -109,4 +109,3 @@ func ExampleLimiter_AllowN_allOrNothing() {
 	// Output:
 	// [1 9]
 }
-
