@@ -22,7 +22,7 @@
 // the all-or-nothing argument.
 //
 // The order of the rules does not matter to any decision; per-rule answers
-// (Rules, Approx.RemainingAt) come back in the order given to the constructor.
+// (Rules, RemainingAt) come back in the order given to the constructor.
 // Duplicate rules and redundant ones (10 per second beside 5 per second) are
 // accepted: they cost a little time per decision and change nothing else.
 //
