@@ -50,7 +50,13 @@ func TestRatios(t *testing.T) {
 				l, _ = im.new(1, time.Hour)
 				l.Allow()
 			}
-			return l.Allow
+			switch l := l.(type) { // the concrete method, as users call it
+			case *Limiter:
+				return l.Allow
+			case *mutexLimiter:
+				return l.Allow
+			}
+			panic("unknown implementation")
 		}
 	}
 	var variants []variant

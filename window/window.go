@@ -260,7 +260,17 @@ func (l *Limiter) allow(off int64, n int) bool {
 	w := l.window
 	t0 := clampOff(off)
 	for {
-		a, c, ci := l.snapshot()
+		// The snapshot, written out here because (*Limiter).snapshot is
+		// just over the inlining budget and this is the hot path.
+		a := l.at.Load()
+		c := l.cnt.Load()
+		if l.at.Load() != a {
+			continue
+		}
+		ci := c
+		if (c>>genShift)&1 != a&1 {
+			ci = install(a, c)
+		}
 		start := startOf(a)
 		t := max(t0, start)
 		ws, p, q, adv := step(start, prevOf(ci), currOf(ci), t, w)
