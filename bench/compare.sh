@@ -23,7 +23,7 @@ case "${1:-}" in
 esac
 
 if [[ $mode == full ]]; then
-	count=10 benchtime=300ms keyed_counts='^keys=(1|1000|100000)$' big_stores='.*'
+	count=10 benchtime=200ms keyed_counts='^keys=(1|1000|100000)$' big_stores='.*'
 else
 	# The subset: keyed at 1k and 100k keys; at 1M keys only ours and the
 	# target's peer (sethvargo) are timed, every store is still weighed.

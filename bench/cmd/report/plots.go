@@ -166,7 +166,7 @@ func barPlot(title, unit string, bars []bar) (*plot.Plot, error) {
 		vals[len(bars)-1-i] = b.value
 		names[len(bars)-1-i] = b.label
 	}
-	bc, err := plotter.NewBarChart(vals, vg.Points(12))
+	bc, err := plotter.NewBarChart(vals, vg.Points(8))
 	if err != nil {
 		return nil, err
 	}
