@@ -25,9 +25,10 @@
 //
 // An admission of cost 1 at head h is one compare-and-swap on slot h%L, from
 // the stamp of index h-L to (lap(h), t): it claims the index and publishes
-// its stamp in one step, which is the linearization point. The CAS can only
-// succeed while the head is still h, so everything the caller read after
-// loading the head (the predecessor's stamp that t is clamped to, the stamps
+// its stamp in one step, which is the linearization point. The caller reads
+// the head again after loading slot h, so the value it will replace is slot
+// h's while the head is h. The CAS can then only succeed while the head is
+// still h, so everything the caller read after loading the head (the predecessor's stamp that t is clamped to, the stamps
 // the rules check) was read in that same state. The head is then advanced by
 // anyone: the owner, or any caller that finds slot h%L already claimed.
 //
@@ -114,6 +115,9 @@ type Log struct {
 	size uint64
 	// minLimit is the smallest limit: no n above it can ever be admitted.
 	minLimit int64
+	// window is the window of the only rule when there is one (then the
+	// check slot of a unit admission is its claim slot: see allow1), else 0.
+	window int64
 	// maxWindow is the longest window, for IdleAt. Immutable.
 	maxWindow int64
 	// rules are immutable after New.
@@ -151,6 +155,9 @@ func (l *Log) Init(rules []Rule) {
 		l.maxWindow = max(l.maxWindow, r.Window)
 	}
 	l.size = uint64(size)
+	if len(rules) == 1 {
+		l.window = rules[0].Window
+	}
 	l.slots = make([]atomic.Uint64, size)
 	// Start at cycle 1, so that the zero slots read as stamps of cycle 0
 	// (lap 0, stamp 0: "never"), one lap behind the head.
@@ -230,8 +237,51 @@ func (l *Log) stampSlow(j, v uint64) (s int64, ok bool) {
 // admitted and writes nothing; n < 0 and n above the smallest limit are
 // refused.
 func (l *Log) AllowN(now int64, n int64) bool {
+	if n == 1 && l.window != 0 {
+		ok, _, _ := l.allow1(now)
+		return ok
+	}
 	ok, _, _ := l.allowN(now, n)
 	return ok
+}
+
+// allow1 is allowN for cost 1 and a single rule, the hot path: with one rule
+// of limit L = size, the stamp to check (L places back) is the one in the
+// claim slot, so a decision is three loads, and an admission two CAS. Any
+// state off the fast path (a lagging head, a marker, a stale read) goes to
+// allowN. It returns what allowN returns.
+func (l *Log) allow1(now int64) (admitted bool, first uint64, stamp int64) {
+	t0 := toStamp(now)
+	for {
+		h := l.head.Load()
+		pos := h & posMask
+		lap := lapOf(h)
+		claim := &l.slots[pos]
+		cv := claim.Load()
+		if l.head.Load() != h {
+			continue // cv must be slot h's value while the head is h
+		}
+		if cv&(busyBit|lapBit) != lap^lapBit {
+			break // claimed already, or an old batch marker
+		}
+		prev, plap := pos-1, lap
+		if pos == 0 {
+			prev, plap = l.size-1, lap^lapBit
+		}
+		pv := l.slots[prev].Load()
+		if pv&(busyBit|lapBit) != plap {
+			break
+		}
+		t := max(t0, int64(pv&valueMask))
+		if s := int64(cv & valueMask); s != 0 && s > t-l.window {
+			return false, 0, 0
+		}
+		if claim.CompareAndSwap(cv, lap|uint64(t)) {
+			l.head.CompareAndSwap(h, l.add(h, 1))
+			return true, h, t
+		}
+	}
+	return l.allowN(now, 1)
 }
 
 // allowN is AllowN that also returns, on admission, the index of the first
@@ -250,6 +300,12 @@ func (l *Log) allowN(now int64, n int64) (admitted bool, first uint64, stamp int
 		h := l.head.Load()
 		claim := l.slot(h)
 		cv := claim.Load()
+		if l.head.Load() != h {
+			// cv must be read while the head is h: a caller delayed
+			// across two laps could otherwise mistake a later unit's
+			// slot for this one (the lap bit repeats every two laps).
+			continue
+		}
 		if cv&lapBit == lapOf(h) {
 			// Index h is claimed already, the head lags: help, retry.
 			l.help(h, cv, now)
@@ -418,6 +474,9 @@ func (l *Log) snapshot(now int64) (h uint64, last int64) {
 	for {
 		h = l.head.Load()
 		cv := l.slot(h).Load()
+		if l.head.Load() != h {
+			continue
+		}
 		if cv&lapBit == lapOf(h) {
 			l.help(h, cv, now)
 			continue
