@@ -43,11 +43,14 @@ fuzz-short:
 fuzz:
 	$(MAKE) fuzz-short FUZZEXECS=$(LONGFUZZ)
 
-## bench: the library's own benchmarks, -count 10, then benchstat.
+## bench: the full set, -count 10, benchstat: the library's own benchmarks
+## (each package against its mutex twin and the floor), then the peer
+## comparison of bench/ (tables in bench/out/full/, plots in docs/img/).
 bench:
 	@mkdir -p docs/results
 	go test -run='^$$' -bench=. -benchmem -count=10 -cpu=1,2,8 ./... | tee docs/results/lib-bench.txt
 	go run $(BENCHSTAT) docs/results/lib-bench.txt
+	cd bench && ./compare.sh -full
 
 ## compare: accuracy and speed side by side with the peers (see bench/).
 compare:
