@@ -13,7 +13,13 @@ type impl interface {
 	TokensAt(now int64) int64
 	ReadyAt(now, n int64) (int64, bool)
 	IdleAt(now int64) bool
+	RemainingAt(now int64, dst []int) []int
 }
+
+var (
+	_ impl = (*Log)(nil)
+	_ impl = (*Reference)(nil)
+)
 
 // TestDifferentialSerial replays random serial call sequences (with steps
 // backwards, batches and bad n) through Log and Reference and requires every
