@@ -43,8 +43,9 @@ import (
 	"github.com/slidelimit/slidelimit/internal/slidelog"
 )
 
-// MaxLimit is the largest limit a rule may have. The exact flavour allocates
-// 8 bytes per unit of the largest limit, so MaxLimit costs 8 GiB there.
+// MaxLimit is the largest limit a rule may have: 2^30 on 64-bit platforms,
+// 2^26 on 32-bit ones. The exact flavour allocates 8 bytes per unit of the
+// largest limit.
 const MaxLimit = slidelog.MaxLimit
 
 // MaxWindow is the longest window a rule may have, about 36 years.

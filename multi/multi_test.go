@@ -89,14 +89,15 @@ func mustNew(t testing.TB, newf func(...multi.Rule) (lim, error), rules ...multi
 func TestNewErrors(t *testing.T) {
 	ms, s := time.Millisecond, time.Second
 	wr := fmt.Sprintf("window must be between 1ns and %v, got", multi.MaxWindow)
+	lr := fmt.Sprintf("limit must be between 1 and %d, got", multi.MaxLimit)
 	tests := []struct {
 		rules []multi.Rule
 		want  string // "" for no error
 	}{
 		{nil, "multi: at least one rule is required, got none"},
-		{[]multi.Rule{{0, s}}, "multi: rule 0: limit must be between 1 and 1073741824, got 0"},
-		{[]multi.Rule{{10, s}, {-1, s}}, "multi: rule 1: limit must be between 1 and 1073741824, got -1"},
-		{[]multi.Rule{{10, s}, {multi.MaxLimit + 1, s}}, "multi: rule 1: limit must be between 1 and 1073741824, got 1073741825"},
+		{[]multi.Rule{{0, s}}, "multi: rule 0: " + lr + " 0"},
+		{[]multi.Rule{{10, s}, {-1, s}}, "multi: rule 1: " + lr + " -1"},
+		{[]multi.Rule{{10, s}, {multi.MaxLimit + 1, s}}, "multi: rule 1: " + lr + " " + fmt.Sprint(multi.MaxLimit+1)},
 		{[]multi.Rule{{10, s}, {5, ms}, {3, 0}}, "multi: rule 2: " + wr + " 0s"},
 		{[]multi.Rule{{10, -s}}, "multi: rule 0: " + wr + " -1s"},
 		{[]multi.Rule{{10, multi.MaxWindow + 1}}, "multi: rule 0: " + wr + " " + (multi.MaxWindow + 1).String()},

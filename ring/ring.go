@@ -34,8 +34,8 @@ import (
 	"github.com/slidelimit/slidelimit/internal/slidelog"
 )
 
-// MaxLimit is the largest limit New accepts: memory is 8 bytes per unit of
-// limit, so MaxLimit costs 8 GiB.
+// MaxLimit is the largest limit New accepts: 2^30 on 64-bit platforms, 2^26
+// on 32-bit ones. Memory is 8 bytes per unit of limit, allocated in New.
 const MaxLimit = slidelog.MaxLimit
 
 // MaxWindow is the longest window New accepts, about 36 years.

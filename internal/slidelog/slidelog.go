@@ -56,8 +56,10 @@ type Rule struct {
 	Window int64
 }
 
-// MaxLimit is the largest limit (and ring size) the log supports.
-const MaxLimit = 1 << 30
+// MaxLimit is the largest limit (and ring size) the log supports: 2^30 on
+// 64-bit platforms (8 GiB of slots), 2^26 on 32-bit ones (512 MiB), so that
+// the ring always fits the address space.
+const MaxLimit = 1 << (26 + 4*(^uint(0)>>63))
 
 // MaxWindow is the largest window in nanoseconds (about 36 years).
 const MaxWindow = 1 << 60
