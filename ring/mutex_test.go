@@ -35,13 +35,7 @@ func (m *mutexLimiter) TokensAt(now time.Time) int {
 func (m *mutexLimiter) ReadyAt(now time.Time, n int) (time.Time, bool) {
 	off := m.base.Offset(now)
 	at, ok := m.ref.ReadyAt(off, int64(n))
-	switch {
-	case !ok:
-		return time.Time{}, false
-	case at == off:
-		return now, true
-	}
-	return m.base.Time(at), true
+	return m.base.Ready(now, off, at, ok)
 }
 func (m *mutexLimiter) IdleAt(now time.Time) bool { return m.ref.IdleAt(m.base.Offset(now)) }
 func (m *mutexLimiter) WaitN(ctx context.Context, n int) error {

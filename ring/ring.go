@@ -113,13 +113,7 @@ func (l *Limiter) TokensAt(now time.Time) int {
 func (l *Limiter) ReadyAt(now time.Time, n int) (at time.Time, ok bool) {
 	off := l.base.Offset(now)
 	at0, ok := l.log.ReadyAt(off, int64(n))
-	if !ok {
-		return time.Time{}, false
-	}
-	if at0 == off {
-		return now, true
-	}
-	return l.base.Time(at0), true
+	return l.base.Ready(now, off, at0, ok)
 }
 
 // IdleAt reports whether the limiter carries no information at now: nothing

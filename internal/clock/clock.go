@@ -35,6 +35,19 @@ func (b Base) Now() int64 { return int64(time.Since(b.t)) }
 // Time converts an offset back to an instant.
 func (b Base) Time(off int64) time.Time { return b.t.Add(time.Duration(off)) }
 
+// Ready converts a limiter's ReadyAt answer, computed in offsets for the
+// instant now (whose offset is off), back to an instant: now itself, unchanged,
+// when the answer is off (n fits now), the zero Time when ok is false.
+func (b Base) Ready(now time.Time, off, at int64, ok bool) (time.Time, bool) {
+	switch {
+	case !ok:
+		return time.Time{}, false
+	case at == off:
+		return now, true
+	}
+	return b.Time(at), true
+}
+
 // Waiter is what Wait needs of a limiter.
 type Waiter interface {
 	AllowN(now time.Time, n int) bool

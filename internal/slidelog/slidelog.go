@@ -501,26 +501,34 @@ retry:
 	t := max(now, last)
 	best := l.minLimit
 	for i := range l.rules {
-		r := &l.rules[i]
-		// The largest k <= min(best, Limit) such that the stamp at index
-		// h+k-1-Limit is outside the window; it grows with older stamps,
-		// so binary search on k.
-		lo, hi := int64(0), best
-		for lo < hi {
-			k := (lo + hi + 1) / 2
-			s, ok := l.stampAt(l.sub(h, uint64(r.Limit-k+1)))
-			if !ok {
-				goto retry
-			}
-			if s == 0 || s <= t-r.Window {
-				lo = k
-			} else {
-				hi = k - 1
-			}
+		k, ok := l.room(h, t, &l.rules[i], best)
+		if !ok {
+			goto retry
 		}
-		best = lo
+		best = k
 	}
 	return best
+}
+
+// room returns the largest k <= bound (bound <= r.Limit) such that rule r
+// admits k at the clamped instant t with the head at h: the stamp at index
+// h+k-1-Limit is outside the window. That stamp grows with k, so it is a
+// binary search. ok is false when the head moved while reading.
+func (l *Log) room(h uint64, t int64, r *Rule, bound int64) (k int64, ok bool) {
+	lo, hi := int64(0), bound
+	for lo < hi {
+		k := (lo + hi + 1) / 2
+		s, ok := l.stampAt(l.sub(h, uint64(r.Limit-k+1)))
+		if !ok {
+			return 0, false
+		}
+		if s == 0 || s <= t-r.Window {
+			lo = k
+		} else {
+			hi = k - 1
+		}
+	}
+	return lo, true
 }
 
 // RemainingAt appends to dst, for each rule in order, the largest n that rule
@@ -538,21 +546,11 @@ retry:
 	h, last := l.snapshot(now)
 	t := max(now, last)
 	for i := range l.rules {
-		r := &l.rules[i]
-		lo, hi := int64(0), r.Limit
-		for lo < hi {
-			k := (lo + hi + 1) / 2
-			s, ok := l.stampAt(l.sub(h, uint64(r.Limit-k+1)))
-			if !ok {
-				goto retry
-			}
-			if s == 0 || s <= t-r.Window {
-				lo = k
-			} else {
-				hi = k - 1
-			}
+		k, ok := l.room(h, t, &l.rules[i], l.rules[i].Limit)
+		if !ok {
+			goto retry
 		}
-		dst = append(dst, int(lo))
+		dst = append(dst, int(k))
 	}
 	return dst
 }
