@@ -600,9 +600,3 @@ func (l *Log) IdleAt(now int64) bool {
 	_, last := l.snapshot(stampNow)
 	return last == 0 || last <= stampNow-l.maxWindow
 }
-
-// Rules returns a copy of the rules.
-func (l *Log) Rules() []Rule { return append([]Rule(nil), l.rules...) }
-
-// Len returns the ring length (the largest limit).
-func (l *Log) Len() int { return int(l.size) }
