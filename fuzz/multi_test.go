@@ -101,13 +101,22 @@ func (o *multiLog) allowN(now int64, n int) bool {
 	return true
 }
 
+// readyEdges answers the cases of ReadyAt every oracle shares: n == 0 is ready
+// now; n < 0 or above the smallest limit never is. done is false otherwise.
+func readyEdges(now int64, n int, rules []multi.Rule) (at int64, ok, done bool) {
+	switch {
+	case n == 0:
+		return now, true, true
+	case n < 0 || n > slices.MinFunc(rules, func(a, b multi.Rule) int { return a.Limit - b.Limit }).Limit:
+		return 0, false, true
+	}
+	return 0, false, false
+}
+
 // readyAt tries every instant at which some stamp leaves some rule's window.
 func (o *multiLog) readyAt(now int64, n int) (int64, bool) {
-	if n == 0 {
-		return now, true
-	}
-	if n < 0 || n > slices.MinFunc(o.rules, func(a, b multi.Rule) int { return a.Limit - b.Limit }).Limit {
-		return 0, false
+	if at, ok, done := readyEdges(now, n, o.rules); done {
+		return at, ok
 	}
 	t := o.clamp(now)
 	if o.fits(t, n) {
@@ -229,11 +238,8 @@ func (o *multiTwo) allowN(now int64, n int) bool {
 // form an up-set (counters only decay while nothing is admitted), and every
 // rule fits two windows on.
 func (o *multiTwo) readyAt(now int64, n int) (int64, bool) {
-	if n == 0 {
-		return now, true
-	}
-	if n < 0 || n > slices.MinFunc(o.rules, func(a, b multi.Rule) int { return a.Limit - b.Limit }).Limit {
-		return 0, false
+	if at, ok, done := readyEdges(now, n, o.rules); done {
+		return at, ok
 	}
 	t := o.clamp(now)
 	if o.fits(t, n) {
