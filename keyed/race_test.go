@@ -186,80 +186,60 @@ func TestEvictionRaces(t *testing.T) {
 		}
 	})
 
+	// admitDuringSweep makes a call admit on key "a" while a sweep at at(w)
+	// is between its steps: during its second IdleAt (under the key's lock)
+	// when afterVerdict is false, or once that IdleAt has answered when it
+	// is true. It checks how many keys the sweep removed and how many
+	// limiters were made; either way the call is admitted and counted once.
+	admitDuringSweep := func(t *testing.T, afterVerdict bool, wantRemoved int, wantMade int64) {
+		t.Helper()
+		for range 50 {
+			var idleCalls atomic.Int64
+			var k *keyed.Keyed[string, *naive]
+			var made *atomic.Int64
+			done := make(chan bool, 1)
+			race := func(l *naive) {
+				if idleCalls.Add(1) == 2 {
+					written := make(chan struct{})
+					l.afterAllow = func(time.Time, int, bool) { close(written) }
+					go func() { done <- k.AllowN("a", at(w), 1) }()
+					<-written
+				}
+			}
+			k, made = hooked(t, w, func(l *naive) {
+				if afterVerdict {
+					l.afterIdle = func(time.Time, bool) { race(l) }
+				} else {
+					l.inIdle = func(time.Time) { race(l) }
+				}
+			})
+			k.AllowN("a", at(0), 1)
+			if got := k.Sweep(at(w)); got != wantRemoved {
+				t.Fatalf("Sweep removed %d, want %d", got, wantRemoved)
+			}
+			if idleCalls.Load() < 2 {
+				t.Fatal("the sweep removed the key without asking IdleAt again under the key's lock")
+			}
+			if !<-done {
+				t.Fatal("the racing call was refused")
+			}
+			if got := k.TokensAt("a", at(w)); got != 1 {
+				t.Fatalf("TokensAt = %d, want 1: the admission is counted once, on the limiter in the map", got)
+			}
+			if got := made.Load(); got != wantMade {
+				t.Fatalf("%d limiters made, want %d", got, wantMade)
+			}
+		}
+	}
+
 	// The sweep finds the key idle without a lock, then takes the key's lock
 	// and asks again; in between, the call admits. The second IdleAt sees the
 	// admission and the key stays. The call may see the sweeping state and
 	// wait, or see live; either way it is counted once.
-	t.Run("admit-between-checks", func(t *testing.T) {
-		for range 50 {
-			var idleCalls atomic.Int64
-			var k *keyed.Keyed[string, *naive]
-			var made *atomic.Int64
-			done := make(chan bool, 1)
-			k, made = hooked(t, w, func(l *naive) {
-				l.inIdle = func(time.Time) {
-					if idleCalls.Add(1) == 2 {
-						written := make(chan struct{})
-						l.afterAllow = func(time.Time, int, bool) { close(written) }
-						go func() { done <- k.AllowN("a", at(w), 1) }()
-						<-written
-					}
-				}
-			})
-			k.AllowN("a", at(0), 1)
-			if got := k.Sweep(at(w)); got != 0 {
-				t.Fatalf("Sweep removed %d, want 0: the admission landed before the second check", got)
-			}
-			if idleCalls.Load() < 2 {
-				t.Fatal("the sweep removed the key without asking IdleAt again under the key's lock")
-			}
-			if !<-done {
-				t.Fatal("the racing call was refused")
-			}
-			if got := k.TokensAt("a", at(w)); got != 1 {
-				t.Fatalf("TokensAt = %d, want 1", got)
-			}
-			if got := made.Load(); got != 1 {
-				t.Fatalf("%d limiters made, want 1", got)
-			}
-		}
-	})
+	t.Run("admit-between-checks", func(t *testing.T) { admitDuringSweep(t, false, 0, 1) })
 
 	// The sweep's second IdleAt has read the state (idle) when the call
 	// admits on the limiter: the sweep removes it, and the call, which sees
 	// sweeping or dead, decides again on a new limiter.
-	t.Run("admit-after-verdict", func(t *testing.T) {
-		for range 50 {
-			var idleCalls atomic.Int64
-			var k *keyed.Keyed[string, *naive]
-			var made *atomic.Int64
-			done := make(chan bool, 1)
-			k, made = hooked(t, w, func(l *naive) {
-				l.afterIdle = func(time.Time, bool) {
-					if idleCalls.Add(1) == 2 {
-						written := make(chan struct{})
-						l.afterAllow = func(time.Time, int, bool) { close(written) }
-						go func() { done <- k.AllowN("a", at(w), 1) }()
-						<-written
-					}
-				}
-			})
-			k.AllowN("a", at(0), 1)
-			if got := k.Sweep(at(w)); got != 1 {
-				t.Fatalf("Sweep removed %d, want 1", got)
-			}
-			if idleCalls.Load() < 2 {
-				t.Fatal("the sweep removed the key without asking IdleAt again under the key's lock")
-			}
-			if !<-done {
-				t.Fatal("the racing call was refused")
-			}
-			if got := k.TokensAt("a", at(w)); got != 1 {
-				t.Fatalf("TokensAt = %d, want 1: the admission must have been redone on the new limiter", got)
-			}
-			if got := made.Load(); got != 2 {
-				t.Fatalf("%d limiters made, want 2", got)
-			}
-		}
-	})
+	t.Run("admit-after-verdict", func(t *testing.T) { admitDuringSweep(t, true, 1, 2) })
 }
