@@ -146,11 +146,7 @@ func freeRunning(t *testing.T, rules []Rule, goroutines int, unitOnly bool) {
 				if !unitOnly && r.IntN(4) == 0 {
 					n = 1 + r.Int64N(l.minLimit)
 				}
-				allow := l.allowN
-				if n == 1 && len(rules) == 1 {
-					allow = func(now, _ int64) (bool, uint64, int64) { return l.allow1(now) }
-				}
-				ok, first, stamp := allow(now-stampBias, n)
+				ok, first, stamp := l.allowN(now-stampBias, n)
 				if ok {
 					recs[g] = append(recs[g], admission{first: first, n: n, stamp: stamp, now: toStamp(now - stampBias)})
 				}

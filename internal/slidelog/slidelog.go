@@ -118,7 +118,8 @@ type Log struct {
 	// minLimit is the smallest limit: no n above it can ever be admitted.
 	minLimit int64
 	// window is the window of the only rule when there is one (then the
-	// check slot of a unit admission is its claim slot: see allow1), else 0.
+	// check slot of a unit admission is its claim slot: allowN's fast path),
+	// else 0.
 	window int64
 	// maxWindow is the longest window, for IdleAt. Immutable.
 	maxWindow int64
@@ -239,51 +240,8 @@ func (l *Log) stampSlow(j, v uint64) (s int64, ok bool) {
 // admitted and writes nothing; n < 0 and n above the smallest limit are
 // refused.
 func (l *Log) AllowN(now int64, n int64) bool {
-	if n == 1 && l.window != 0 {
-		ok, _, _ := l.allow1(now)
-		return ok
-	}
 	ok, _, _ := l.allowN(now, n)
 	return ok
-}
-
-// allow1 is allowN for cost 1 and a single rule, the hot path: with one rule
-// of limit L = size, the stamp to check (L places back) is the one in the
-// claim slot, so a decision is three loads, and an admission two CAS. Any
-// state off the fast path (a lagging head, a marker, a stale read) goes to
-// allowN. It returns what allowN returns.
-func (l *Log) allow1(now int64) (admitted bool, first uint64, stamp int64) {
-	t0 := toStamp(now)
-	for {
-		h := l.head.Load()
-		pos := h & posMask
-		lap := lapOf(h)
-		claim := &l.slots[pos]
-		cv := claim.Load()
-		if l.head.Load() != h {
-			continue // cv must be slot h's value while the head is h
-		}
-		if cv&(busyBit|lapBit) != lap^lapBit {
-			break // claimed already, or an old batch marker
-		}
-		prev, plap := pos-1, lap
-		if pos == 0 {
-			prev, plap = l.size-1, lap^lapBit
-		}
-		pv := l.slots[prev].Load()
-		if pv&(busyBit|lapBit) != plap {
-			break
-		}
-		t := max(t0, int64(pv&valueMask))
-		if s := int64(cv & valueMask); s != 0 && s > t-l.window {
-			return false, 0, 0
-		}
-		if claim.CompareAndSwap(cv, lap|uint64(t)) {
-			l.head.CompareAndSwap(h, l.add(h, 1))
-			return true, h, t
-		}
-	}
-	return l.allowN(now, 1)
 }
 
 // allowN is AllowN that also returns, on admission, the index of the first
@@ -298,6 +256,42 @@ func (l *Log) allowN(now int64, n int64) (admitted bool, first uint64, stamp int
 		return false, 0, 0
 	}
 	now = toStamp(now)
+	if n == 1 && l.window != 0 {
+		// The hot path: cost 1 and one rule of limit L = size. The stamp to
+		// check (L places back) is the one in the claim slot, so a decision
+		// is three loads and an admission two CAS. Any state off this path
+		// (a lagging head, a marker, a stale read) falls through to the
+		// general loop below.
+		for {
+			h := l.head.Load()
+			pos := h & posMask
+			lap := lapOf(h)
+			claim := &l.slots[pos]
+			cv := claim.Load()
+			if l.head.Load() != h {
+				continue // cv must be slot h's value while the head is h
+			}
+			if cv&(busyBit|lapBit) != lap^lapBit {
+				break // claimed already, or an old batch marker
+			}
+			prev, plap := pos-1, lap
+			if pos == 0 {
+				prev, plap = l.size-1, lap^lapBit
+			}
+			pv := l.slots[prev].Load()
+			if pv&(busyBit|lapBit) != plap {
+				break
+			}
+			t := max(now, int64(pv&valueMask))
+			if s := int64(cv & valueMask); s != 0 && s > t-l.window {
+				return false, 0, 0
+			}
+			if claim.CompareAndSwap(cv, lap|uint64(t)) {
+				l.head.CompareAndSwap(h, l.add(h, 1))
+				return true, h, t
+			}
+		}
+	}
 	for {
 		h := l.head.Load()
 		claim := l.slot(h)
