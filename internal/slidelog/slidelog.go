@@ -42,7 +42,11 @@
 // batch may be stamped at a helper's instant rather than the claimant's).
 // Readers treat a marker as its batch's stamp, read from the next slot.
 //
-// A refused call only loads; it writes nothing shared.
+// A refused call records nothing: its own path only loads. The one write a
+// refusing caller can make is to finish someone else's admission first (advance
+// a lagging head, complete or unmark a stalled batch), which every caller does
+// and which changes no decision. With no admission in flight, a refusal leaves
+// every word as it was (TestRefusalWritesNothing).
 package slidelog
 
 import (

@@ -81,3 +81,39 @@ func TestDifferentialSerial(t *testing.T) {
 		}
 	}
 }
+
+// words returns the head and every slot word, raw.
+func words(l *Log) []uint64 {
+	w := []uint64{l.head.Load()}
+	for i := range l.slots {
+		w = append(w, l.slots[i].Load())
+	}
+	return w
+}
+
+// TestRefusalWritesNothing: with no admission in flight, a refused call
+// leaves every word of the log as it was (for unit and batch costs, stale
+// instants, and n outside the limits).
+func TestRefusalWritesNothing(t *testing.T) {
+	for _, rules := range [][]Rule{{{1, 100}}, {{3, 100}}, {{4, 100}, {2, 10}}} {
+		l := New(rules)
+		for i := range 5 {
+			l.AllowN(int64(i), 1)
+			l.AllowN(int64(i), 2)
+		}
+		before := words(l)
+		refused := 0
+		for _, c := range []struct{ now, n int64 }{{4, 1}, {4, 2}, {0, 1}, {-50, 3}, {4, 99}, {4, -1}} {
+			if l.AllowN(c.now, c.n) {
+				t.Fatalf("rules %v: AllowN(%d, %d) admitted on a full log", rules, c.now, c.n)
+			}
+			refused++
+			if after := words(l); !slices.Equal(before, after) {
+				t.Fatalf("rules %v: refused AllowN(%d, %d) changed the log:\n%x\n%x", rules, c.now, c.n, before, after)
+			}
+		}
+		if refused == 0 {
+			t.Fatal("no refusal checked")
+		}
+	}
+}
