@@ -1,0 +1,180 @@
+package httplimit
+
+import (
+	"context"
+	"time"
+
+	"github.com/slidelimit/slidelimit/multi"
+	"github.com/slidelimit/slidelimit/ring"
+	"github.com/slidelimit/slidelimit/window"
+)
+
+// single is the part of the limiter contract a one-rule limiter shared by all
+// keys offers: *ring.Limiter and *window.Limiter.
+type single interface {
+	AllowN(now time.Time, n int) bool
+	TokensAt(now time.Time) int
+	ReadyAt(now time.Time, n int) (time.Time, bool)
+	Limit() int
+	Window() time.Duration
+}
+
+// one adapts a single-rule limiter shared by all keys.
+type one[L single] struct {
+	l     L
+	limit int
+	rules []Rule
+}
+
+func newOne[L single](l L, ok bool) Limiter {
+	if !ok {
+		return &one[L]{} // no rules: New rejects it
+	}
+	return &one[L]{l: l, limit: l.Limit(), rules: []Rule{{Limit: l.Limit(), Window: l.Window()}}}
+}
+
+// Ring adapts one *ring.Limiter shared by every request (the key is ignored).
+// Remaining and Reset are exact: Reset is when every admission counted now
+// has left the window. A nil l gives a Limiter that New rejects.
+func Ring(l *ring.Limiter) Limiter { return newOne(l, l != nil) }
+
+// Window adapts one *window.Limiter shared by every request (the key is
+// ignored). Remaining and Reset follow the two-counter estimate exactly. A nil
+// l gives a Limiter that New rejects.
+func Window(l *window.Limiter) Limiter { return newOne(l, l != nil) }
+
+func (o *one[L]) Rules() []Rule { return o.rules }
+
+func (o *one[L]) Decide(_ context.Context, _ string, now time.Time, cost int) (Decision, error) {
+	var d Decision
+	if cost < 0 || cost > o.limit {
+		d.Reason = Never
+	} else if o.l.AllowN(now, cost) {
+		d.Allowed = true
+	} else {
+		d.Reason = OverLimit
+		d.RetryAt, _ = o.l.ReadyAt(now, cost)
+	}
+	o.quota(&d, now)
+	return d, nil
+}
+
+func (o *one[L]) Check(_ context.Context, _ string, now time.Time, cost int) (Decision, error) {
+	var d Decision
+	switch at, ok := o.l.ReadyAt(now, cost); {
+	case !ok:
+		d.Reason = Never
+	case at.After(now):
+		d.Reason, d.RetryAt = OverLimit, at
+	default:
+		d.Allowed = true
+	}
+	o.quota(&d, now)
+	return d, nil
+}
+
+func (o *one[L]) quota(d *Decision, now time.Time) {
+	rem := o.l.TokensAt(now)
+	d.NumQuota = 1
+	d.Quota[0] = Quota{Remaining: rem, Reset: resetOf(o.l, now, rem, o.limit)}
+}
+
+// resetOf is when the whole limit fits again, from the limiter's ReadyAt.
+func resetOf[L single](l L, now time.Time, rem, limit int) time.Duration {
+	if rem >= limit {
+		return 0
+	}
+	at, ok := l.ReadyAt(now, limit)
+	if !ok {
+		return 0
+	}
+	return max(at.Sub(now), 0)
+}
+
+// rulesOf is the rules of a multi limiter, clipped to MaxRules (New rejects
+// a policy with more, reading the full list from the limiter).
+type ruled interface {
+	AllowN(now time.Time, n int) bool
+	ReadyAt(now time.Time, n int) (time.Time, bool)
+	RemainingAt(now time.Time, dst []int) []int
+	Limit() int
+	Rules() []multi.Rule
+}
+
+// many adapts a multi-rule limiter shared by all keys.
+type many[L ruled] struct {
+	l     L
+	limit int
+	rules []Rule
+	// resetFactor bounds Reset: factor times the rule's window.
+	resetFactor time.Duration
+}
+
+func newMany[L ruled](l L, ok bool, factor time.Duration) Limiter {
+	if !ok {
+		return &many[L]{}
+	}
+	m := &many[L]{l: l, limit: l.Limit(), resetFactor: factor}
+	for _, r := range l.Rules() {
+		m.rules = append(m.rules, Rule{Limit: r.Limit, Window: r.Window})
+	}
+	return m
+}
+
+// Multi adapts one *multi.Limiter shared by every request (the key is
+// ignored). Remaining is exact per rule. Reset is an upper bound: the rule's
+// window when anything counts against the rule (everything admitted up to
+// the decision's instant has left every window one window later), 0
+// otherwise. A nil l gives a Limiter that New rejects.
+func Multi(l *multi.Limiter) Limiter { return newMany(l, l != nil, 1) }
+
+// Approx adapts one *multi.Approx shared by every request (the key is
+// ignored). Remaining is the two-counter estimate per rule. Reset is an
+// upper bound: twice the rule's window when anything counts against the rule
+// (a count leaves the estimate at most two windows after it was made), 0
+// otherwise. A nil l gives a Limiter that New rejects.
+func Approx(l *multi.Approx) Limiter { return newMany(l, l != nil, 2) }
+
+func (m *many[L]) Rules() []Rule { return m.rules }
+
+func (m *many[L]) Decide(_ context.Context, _ string, now time.Time, cost int) (Decision, error) {
+	var d Decision
+	if cost < 0 || cost > m.limit {
+		d.Reason = Never
+	} else if m.l.AllowN(now, cost) {
+		d.Allowed = true
+	} else {
+		d.Reason = OverLimit
+		d.RetryAt, _ = m.l.ReadyAt(now, cost)
+	}
+	m.quota(&d, now)
+	return d, nil
+}
+
+func (m *many[L]) Check(_ context.Context, _ string, now time.Time, cost int) (Decision, error) {
+	var d Decision
+	switch at, ok := m.l.ReadyAt(now, cost); {
+	case !ok:
+		d.Reason = Never
+	case at.After(now):
+		d.Reason, d.RetryAt = OverLimit, at
+	default:
+		d.Allowed = true
+	}
+	m.quota(&d, now)
+	return d, nil
+}
+
+func (m *many[L]) quota(d *Decision, now time.Time) {
+	var buf [MaxRules]int
+	rem := m.l.RemainingAt(now, buf[:0])
+	n := min(len(rem), MaxRules)
+	d.NumQuota = n
+	for i := range n {
+		q := Quota{Remaining: rem[i]}
+		if rem[i] < m.rules[i].Limit {
+			q.Reset = m.resetFactor * m.rules[i].Window
+		}
+		d.Quota[i] = q
+	}
+}
