@@ -3,6 +3,8 @@ package bench
 import (
 	"fmt"
 	"os"
+	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -21,24 +23,31 @@ func keyCounts() []int {
 	return []int{1, 1_000}
 }
 
+// seqLen is the length of each pregenerated key sequence: long enough that a
+// goroutine's window of it is far larger than any cache (32 MB of string
+// headers), short enough to build in well under a second.
+const seqLen = 1 << 21
+
 type keyedFixture struct {
 	store stores.Store
 	keys  []string
 }
 
-// Fixtures are built once per process and reused by later runs of the same
-// benchmark (-count): filling a million keys takes a second or more.
-// compare.sh runs each 1M-key fixture in its own process so that only one big
-// heap is alive while it is measured.
+// Fixtures and sequences are built once per process and reused by later runs
+// of the same benchmark (-count): filling a million keys takes a second or
+// more. compare.sh runs each 1M-key fixture in its own process so that only
+// one big heap is alive while it is measured.
 var (
 	fixturesMu sync.Mutex
 	fixtures   = map[string]*keyedFixture{}
+	sequences  = map[string][]string{}
 )
 
 // keyedPaths: mixed is 100 per second for each key, every key present (the
 // fraction admitted depends on how often each key comes round: mostly refused
-// with one key, all admitted with a million); deny is one per hour, used up for
-// every key in setup, so that every measured call is refused.
+// with one key or a hot Zipf key, nearly all admitted with a million keys in
+// random order); deny is one per hour, used up for every key in setup, so that
+// every measured call is refused.
 func keyedFixtureFor(im stores.Impl, n int, path string) (*keyedFixture, error) {
 	id := fmt.Sprintf("%s/%d/%s", im.Name, n, path)
 	fixturesMu.Lock()
@@ -46,7 +55,7 @@ func keyedFixtureFor(im stores.Impl, n int, path string) (*keyedFixture, error) 
 	if f, ok := fixtures[id]; ok {
 		return f, nil
 	}
-	keys, err := stores.KeySet(n)
+	keys, err := stores.ClientKeys(n)
 	if err != nil {
 		return nil, err
 	}
@@ -56,6 +65,8 @@ func keyedFixtureFor(im stores.Impl, n int, path string) (*keyedFixture, error) 
 		s = im.New(100, time.Second, n)
 	case "deny":
 		s = im.New(1, time.Hour, n)
+	default:
+		return nil, fmt.Errorf("unknown path %q", path)
 	}
 	for i, k := range keys {
 		if !s.Allow(k) {
@@ -63,8 +74,9 @@ func keyedFixtureFor(im stores.Impl, n int, path string) (*keyedFixture, error) 
 		}
 	}
 	if path == "deny" {
-		for i := 0; i < n; i += max(1, n/1000) {
-			if s.Allow(keys[i]) {
+		// A refusal for every key shows that the store holds all of them.
+		for i, k := range keys {
+			if s.Allow(k) {
 				return nil, fmt.Errorf("%s: key %d admitted after its limit was used", id, i)
 			}
 		}
@@ -77,41 +89,83 @@ func keyedFixtureFor(im stores.Impl, n int, path string) (*keyedFixture, error) 
 	return f, nil
 }
 
+// keySequence returns the pregenerated sequence of keys for n keys in the
+// given order: the same strings the fixture holds, resolved before timing so
+// that the loop streams through one array instead of indexing a second one.
+func keySequence(f *keyedFixture, n int, order string) ([]string, error) {
+	id := fmt.Sprintf("%d/%s", n, order)
+	fixturesMu.Lock()
+	defer fixturesMu.Unlock()
+	if s, ok := sequences[id]; ok {
+		return s, nil
+	}
+	idx, err := stores.Sequence(order, n, seqLen)
+	if err != nil {
+		return nil, err
+	}
+	seq := make([]string, len(idx))
+	for i, k := range idx {
+		seq[i] = f.keys[k]
+	}
+	sequences[id] = seq
+	return seq, nil
+}
+
 // BenchmarkKeyed is the keyed harness: every keyed store, at each key
-// cardinality, every P calling one shared store (run with -cpu 2), each
-// goroutine walking the keys from its own starting point. Every key is
-// present before the loop, so allocs/op is the cost for present keys.
+// cardinality and key order, every P calling one shared store (run with
+// -cpu 1 and -cpu 2). Each goroutine streams through the pregenerated key
+// sequence from its own offset. Every key is present before the loop, so
+// allocs/op is the cost for present keys; for our stores the benchmark also
+// fails if a present key's decision allocates.
 func BenchmarkKeyed(b *testing.B) {
 	for _, n := range keyCounts() {
-		for _, path := range []string{"mixed", "deny"} {
-			for _, im := range stores.All() {
-				b.Run(fmt.Sprintf("keys=%d/path=%s/impl=%s", n, path, im.Name), func(b *testing.B) {
-					f, err := keyedFixtureFor(im, n, path)
-					if err != nil {
-						b.Fatal(err)
-					}
-					b.ReportAllocs()
-					var admitted, next atomic.Int64
-					b.ResetTimer()
-					b.RunParallel(func(pb *testing.PB) {
-						i := int(next.Add(1)) * 7919 % n
-						var a int64
-						for pb.Next() {
-							if f.store.Allow(f.keys[i]) {
-								a++
-							}
-							if i++; i == n {
-								i = 0
-							}
-						}
-						admitted.Add(a)
+		for _, order := range stores.Orders {
+			for _, path := range []string{"mixed", "deny"} {
+				for _, im := range stores.All() {
+					b.Run(fmt.Sprintf("keys=%d/order=%s/path=%s/impl=%s", n, order, path, im.Name), func(b *testing.B) {
+						benchKeyed(b, im, n, order, path)
 					})
-					b.ReportMetric(float64(admitted.Load())/float64(b.N), "admits/op")
-					if path == "deny" && admitted.Load() != 0 {
-						b.Errorf("deny path admitted %d calls", admitted.Load())
-					}
-				})
+				}
 			}
+		}
+	}
+}
+
+func benchKeyed(b *testing.B, im stores.Impl, n int, order, path string) {
+	f, err := keyedFixtureFor(im, n, path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	seq, err := keySequence(f, n, order)
+	if err != nil {
+		b.Fatal(err)
+	}
+	procs := runtime.GOMAXPROCS(0)
+	b.ReportAllocs()
+	var admitted, next atomic.Int64
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		i := int(next.Add(1)-1) * (len(seq) / procs) % len(seq)
+		var a int64
+		for pb.Next() {
+			if f.store.Allow(seq[i]) {
+				a++
+			}
+			if i++; i == len(seq) {
+				i = 0
+			}
+		}
+		admitted.Add(a)
+	})
+	b.StopTimer()
+	b.ReportMetric(float64(admitted.Load())/float64(b.N), "admits/op")
+	if path == "deny" && admitted.Load() != 0 {
+		b.Errorf("deny path admitted %d calls", admitted.Load())
+	}
+	if strings.HasPrefix(im.Name, "keyed-") {
+		k := seq[len(seq)/2]
+		if a := testing.AllocsPerRun(100, func() { f.store.Allow(k) }); a != 0 {
+			b.Errorf("%s: %v allocs per decision for a present key, want 0", im.Name, a)
 		}
 	}
 }

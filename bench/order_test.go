@@ -1,0 +1,58 @@
+package bench
+
+import (
+	"math"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/slidelimit/slidelimit/bench/stores"
+)
+
+// TestKeyOrders checks the key sequences the keyed benchmarks draw: the keys
+// are distinct, the random order touches as many distinct keys as uniform
+// draws should, the Zipf order's hottest key comes up as often as rank 1 of
+// Zipf(1.1) should and its hot keys are scattered, and the sequential walk
+// visits every key in turn.
+func TestKeyOrders(t *testing.T) {
+	const n, length = 10_000, 200_000
+	keys, err := stores.ClientKeys(n)
+	require.NoError(t, err)
+	require.Len(t, keys, n)
+	require.Equal(t, "client-0", keys[0])
+	require.Equal(t, "client-9999", keys[n-1])
+
+	random, err := stores.Sequence("random", n, length)
+	require.NoError(t, err)
+	// Expected distinct keys after length uniform draws: n(1-(1-1/n)^length).
+	want := float64(n) * (1 - math.Pow(1-1.0/n, length))
+	require.InDelta(t, want, float64(stores.Distinct(random)), 0.01*want)
+
+	zipf, err := stores.Sequence("zipf", n, length)
+	require.NoError(t, err)
+	counts := map[int32]int{}
+	hot, hotCount := int32(0), 0
+	for _, k := range zipf {
+		require.True(t, k >= 0 && k < n, "index %d out of range", k)
+		if counts[k]++; counts[k] > hotCount {
+			hot, hotCount = k, counts[k]
+		}
+	}
+	var h float64 // generalized harmonic number H(n, s)
+	for k := 1; k <= n; k++ {
+		h += math.Pow(float64(k), -stores.ZipfS)
+	}
+	require.InDelta(t, 1/h, float64(hotCount)/length, 0.1/h, "share of the hottest key")
+	require.NotEqual(t, int32(0), hot, "the hottest key is key 0: ranks are not permuted")
+
+	seq, err := stores.Sequence("seq", n, length)
+	require.NoError(t, err)
+	for i, k := range seq {
+		require.Equal(t, int32(i%n), k)
+	}
+
+	_, err = stores.Sequence("sorted", n, length)
+	require.Error(t, err)
+	_, err = stores.Sequence("random", 0, length)
+	require.Error(t, err)
+}
