@@ -7,7 +7,7 @@ import (
 	"github.com/slidelimit/slidelimit/ring"
 )
 
-// TestEntrySize: the Keyed's own cost per key, on top of the map's entry and
+// TestEntrySize: the Limiter's own cost per key, on top of the map's entry and
 // the limiter, is one pointer and the state word (padded to a pointer).
 func TestEntrySize(t *testing.T) {
 	got := unsafe.Sizeof(entry[*ring.Limiter]{})
@@ -16,10 +16,10 @@ func TestEntrySize(t *testing.T) {
 	}
 }
 
-// TestKeyedLayout: the counter that key creation writes is on another cache
+// TestLimiterLayout: the counter that key creation writes is on another cache
 // line than the fields every call reads.
-func TestKeyedLayout(t *testing.T) {
-	var k Keyed[string, *ring.Limiter]
+func TestLimiterLayout(t *testing.T) {
+	var k Limiter[string, *ring.Limiter]
 	if d := unsafe.Offsetof(k.n) - unsafe.Offsetof(k.floor); d < cacheLine {
 		t.Fatalf("n is %d bytes after floor, want at least %d", d, cacheLine)
 	}

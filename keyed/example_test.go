@@ -12,7 +12,7 @@ import (
 // Each key gets its own limiter, created on first use. The instants are fixed
 // so that the output does not depend on the clock; a server calls
 // Allow(key), which reads time.Now.
-func ExampleKeyed_AllowN() {
+func ExampleLimiter_AllowN() {
 	k, err := keyed.New[string](func() (*ring.Limiter, error) {
 		return ring.New(2, time.Second) // 2 calls per second, per key
 	})
@@ -40,7 +40,7 @@ func ExampleKeyed_AllowN() {
 
 // What an HTTP 429 response needs: how many calls remain, and when the next
 // one will be admitted (for Retry-After).
-func ExampleKeyed_ReadyAt() {
+func ExampleLimiter_ReadyAt() {
 	k, err := keyed.New[string](func() (*ring.Limiter, error) {
 		return ring.New(3, time.Minute)
 	})
@@ -65,7 +65,7 @@ func ExampleKeyed_ReadyAt() {
 // Sweep removes the keys whose limiters carry no information any more; a
 // removed key starts again from a fresh limiter, which decides exactly as
 // the removed one would have. A server runs Sweep(time.Now()) periodically.
-func ExampleKeyed_Sweep() {
+func ExampleLimiter_Sweep() {
 	k, err := keyed.New[string](func() (*window.Limiter, error) {
 		return window.New(10, time.Second)
 	})
@@ -87,7 +87,7 @@ func ExampleKeyed_Sweep() {
 	// keys: 0
 }
 
-// With a bound on the number of keys, a new key is refused while the Keyed
+// With a bound on the number of keys, a new key is refused while the Limiter
 // is full and no key is idle; keys already present keep working.
 func ExampleMaxKeys() {
 	k, err := keyed.New[string](func() (*ring.Limiter, error) {
@@ -113,7 +113,7 @@ func ExampleMaxKeys() {
 
 // Range visits the keys; it may run alongside other calls (see its
 // documentation for what it sees then).
-func ExampleKeyed_Range() {
+func ExampleLimiter_Range() {
 	k, err := keyed.New[int](func() (*ring.Limiter, error) {
 		return ring.New(1, time.Second)
 	})

@@ -15,7 +15,7 @@ import (
 
 // TestFloodBoundedMemory: goroutines invent keys as fast as they can, on the
 // real clock (the point is memory under load, not timing; no decision is
-// checked against time here). The Keyed must stay at or below MaxKeys keys
+// checked against time here). The Limiter must stay at or below MaxKeys keys
 // and the live heap under a stated bound, with no panic and no goroutine
 // left behind.
 //

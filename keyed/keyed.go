@@ -4,9 +4,9 @@
 //
 // # Model
 //
-// A Keyed[K, L] maps keys of type K to limiters of type L: a *ring.Limiter,
+// A Limiter[K, L] maps keys of type K to limiters of type L: a *ring.Limiter,
 // *window.Limiter, *multi.Limiter, *multi.Approx, or any type with the
-// methods of [Limiter].
+// methods of [PerKey].
 // For a key that is present, every call is the key's own limiter's call:
 //
 //	k.AllowN(key, now, n)  is  limiterOf(key).AllowN(now, n)
@@ -18,16 +18,16 @@
 // # Eviction
 //
 // A limiter whose IdleAt(now) is true decides, for every instant >= now,
-// exactly as a newly constructed one would (see docs/api-contract.md). [Keyed.Sweep]
+// exactly as a newly constructed one would (see docs/api-contract.md). [Limiter.Sweep]
 // removes such keys; the next call on a removed key creates a fresh limiter,
 // which decides what the removed one would have decided. Eviction therefore
 // changes no decision, provided no call later presents an instant earlier
 // than the sweep's: to guarantee that, Sweep(now) also records now as the
-// earliest instant the Keyed accepts, and every later call that presents an
+// earliest instant the Limiter accepts, and every later call that presents an
 // earlier instant is decided at now instead, as if it had arrived then. This
 // is the contract's rule for time going backwards (a stale instant is
 // clamped forward to the latest one recorded), applied across the whole
-// Keyed.
+// Limiter.
 //
 // Sweeping is driven by the caller; the package starts no goroutine. Call
 // Sweep(time.Now()) periodically, for instance from a goroutine with a
@@ -41,8 +41,8 @@
 //
 // # Bound
 //
-// A Keyed never holds more than MaxKeys keys ([MaxKeys], default
-// [DefaultMaxKeys]). When a call needs a new key and the Keyed is full, idle
+// A Limiter never holds more than MaxKeys keys ([MaxKeys], default
+// [DefaultMaxKeys]). When a call needs a new key and the Limiter is full, idle
 // keys go first: the calling goroutine sweeps at the call's instant, as Sweep
 // does. To keep a flood of new keys from turning into back-to-back sweeps,
 // such an automatic sweep is skipped when another sweep is running or when
@@ -58,14 +58,14 @@
 //
 // # Concurrency
 //
-// A Keyed is safe for concurrent use by multiple goroutines. Deciding for a
+// A Limiter is safe for concurrent use by multiple goroutines. Deciding for a
 // key that is present is one lock-free map lookup and one call of the key's
 // limiter, and allocates nothing. Creating a key takes a lock on one bucket
 // of the map; when many goroutines meet a new key at once, the limiter is
 // created exactly once and all of them decide on it. Sweeping and Delete take
 // the same per-bucket lock, one key at a time. A call that races with the
 // eviction of its key is decided again on the key's new limiter, so no
-// admission is lost with an evicted limiter (see [Keyed.AllowN]).
+// admission is lost with an evicted limiter (see [Limiter.AllowN]).
 package keyed
 
 import (
@@ -82,14 +82,15 @@ import (
 	"github.com/slidelimit/slidelimit/internal/clock"
 )
 
-// Limiter is the part of the limiter contract (docs/api-contract.md) that a
-// Keyed uses. *ring.Limiter, *window.Limiter and *multi.Limiter implement it.
-// Every method must be safe for concurrent use, and IdleAt(now) true must mean
-// that the limiter decides as a newly constructed one for every instant >= now.
-type Limiter interface {
+// PerKey is the part of the limiter contract that a keyed Limiter uses for
+// each key. *ring.Limiter, *window.Limiter, *multi.Limiter and *multi.Approx
+// implement it. Every method must be safe for concurrent use, and IdleAt(now)
+// true must mean that the limiter decides as a newly constructed one for every
+// instant >= now.
+type PerKey interface {
 	AllowN(now time.Time, n int) bool
 	TokensAt(now time.Time) int
-	ReadyAt(now time.Time, n int) (time.Time, bool)
+	ReadyAt(now time.Time, n int) (at time.Time, ok bool)
 	IdleAt(now time.Time) bool
 }
 
@@ -102,8 +103,8 @@ var ErrNeverReady = clock.ErrNeverReady
 var ErrDeadline = clock.ErrDeadline
 
 // ErrFull is wrapped by the error WaitN returns when the key is absent, the
-// Keyed holds MaxKeys keys, and sweeping freed none.
-var ErrFull = errors.New("store is full")
+// Limiter holds MaxKeys keys, and sweeping freed none.
+var ErrFull = errors.New("keyed: store is full")
 
 // DefaultMaxKeys is the bound on the number of keys when New gets no MaxKeys
 // option.
@@ -117,7 +118,7 @@ const MaxMaxKeys = math.MaxInt32
 const cacheLine = 64
 
 // autoSweepGap is how many times its own duration an automatic sweep (one
-// started because the Keyed is full) waits, on the calls' instants, before
+// started because the Limiter is full) waits, on the calls' instants, before
 // the next one may start.
 const autoSweepGap = 16
 
@@ -134,7 +135,7 @@ type maxKeysOption int
 
 func (o maxKeysOption) apply(c *config) { c.maxKeys = int(o) }
 
-// MaxKeys bounds the number of keys a Keyed holds, between 1 and MaxMaxKeys.
+// MaxKeys bounds the number of keys a Limiter holds, between 1 and MaxMaxKeys.
 // The default is DefaultMaxKeys. See the package documentation for what
 // happens when the bound is reached.
 func MaxKeys(n int) Option { return maxKeysOption(n) }
@@ -150,24 +151,26 @@ const (
 )
 
 // entry is the map's value for one key.
-type entry[L Limiter] struct {
+type entry[L PerKey] struct {
 	lim L
 	// state is one of live, sweeping, dead. It is only stored under the
 	// map's lock for the key, and may be loaded at any time.
 	state atomic.Uint32
 }
 
-// Keyed holds one limiter of type L per key of type K. Use New to create
-// one; the zero value is not usable. A Keyed must not be copied after first
+// Limiter holds one limiter of type L per key of type K. Use New to create
+// one; the zero value is not usable. A Limiter must not be copied after first
 // use. It is safe for concurrent use by multiple goroutines.
-type Keyed[K comparable, L Limiter] struct {
+type Limiter[K comparable, L PerKey] struct {
 	// The fields up to floor are read by every call and written only by New
 	// (and floor by sweeps).
 	keys       store[K, *entry[L]]
 	newLimiter func() (L, error)
 	// fresh was made by New and is never decided on: it answers TokensAt and
 	// ReadyAt for absent keys.
-	fresh   L
+	fresh L
+	// maxN is fresh's TokensAt: the largest n any key's limiter can admit.
+	maxN    int
 	maxKeys int64
 	// floor is the latest instant given to a sweep, nil before the first.
 	// Calls clamp their instant up to it after looking their key up.
@@ -187,12 +190,12 @@ type Keyed[K comparable, L Limiter] struct {
 	// sweepMu is held for the whole of a sweep, so sweeps run one at a
 	// time; floor and nextAuto are only stored with it held.
 	sweepMu sync.Mutex
-	// nextAuto is the earliest call instant at which a full Keyed may sweep
+	// nextAuto is the earliest call instant at which a full Limiter may sweep
 	// on its own again; nil means at once.
 	nextAuto atomic.Pointer[time.Time]
 }
 
-// New returns a Keyed whose keys each get a limiter from newLimiter, which
+// New returns a Limiter whose keys each get a limiter from newLimiter, which
 // must return a new, independent limiter on every call (all with the same
 // configuration, since eviction relies on a fresh limiter deciding as an idle
 // one). New calls newLimiter once to check it and returns its error, if any,
@@ -204,7 +207,7 @@ type Keyed[K comparable, L Limiter] struct {
 //	k, err := keyed.New[string](func() (*ring.Limiter, error) {
 //		return ring.New(100, time.Second)
 //	}, keyed.MaxKeys(100_000))
-func New[K comparable, L Limiter](newLimiter func() (L, error), opts ...Option) (*Keyed[K, L], error) {
+func New[K comparable, L PerKey](newLimiter func() (L, error), opts ...Option) (*Limiter[K, L], error) {
 	if newLimiter == nil {
 		return nil, errors.New("keyed: newLimiter must not be nil")
 	}
@@ -224,10 +227,11 @@ func New[K comparable, L Limiter](newLimiter func() (L, error), opts ...Option) 
 	if isNil(fresh) {
 		return nil, errors.New("keyed: newLimiter returned a nil limiter and no error")
 	}
-	return &Keyed[K, L]{
+	return &Limiter[K, L]{
 		keys:       newStore[K, *entry[L]](),
 		newLimiter: newLimiter,
 		fresh:      fresh,
+		maxN:       fresh.TokensAt(time.Now()),
 		maxKeys:    int64(c.maxKeys),
 	}, nil
 }
@@ -246,14 +250,26 @@ func isNil(l any) bool {
 }
 
 // Allow is shorthand for AllowN(key, time.Now(), 1).
-func (k *Keyed[K, L]) Allow(key K) bool {
+func (k *Limiter[K, L]) Allow(key K) bool {
 	return k.AllowN(key, time.Now(), 1)
+}
+
+// Decide is AllowN, and also says why a refusal was not the key's own
+// limit: admitted is AllowN(key, now, n), and err is nil when n was admitted
+// or refused by the key's limiter. Otherwise nothing was admitted and err
+// wraps ErrFull (the key is absent and no room could be made for it),
+// ErrNeverReady (n < 0, or n above what a fresh limiter admits: nothing is
+// created for the key), or the factory's own error (the key's limiter could
+// not be created). Decide allocates nothing for a key that is present, nor
+// when it refuses with ErrFull or ErrNeverReady.
+func (k *Limiter[K, L]) Decide(key K, now time.Time, n int) (admitted bool, err error) {
+	return k.allowN(key, now, n)
 }
 
 // AllowN reports whether n events may happen for key at now, and records
 // them if so; it is the key's limiter's AllowN(now, n). An absent key is
 // created first, unless n <= 0 (then AllowN returns n == 0 and creates
-// nothing) or the Keyed is full (then it returns false; see the package
+// nothing) or the Limiter is full (then it returns false; see the package
 // documentation). A now earlier than the latest sweep's instant is replaced
 // by that instant.
 //
@@ -265,7 +281,7 @@ func (k *Keyed[K, L]) Allow(key K) bool {
 // sweep may evict the limiter with that admission in it, and calls at such
 // early instants racing with the same sweep may have seen it; it can only
 // have made them refuse, never admit more.)
-func (k *Keyed[K, L]) AllowN(key K, now time.Time, n int) bool {
+func (k *Limiter[K, L]) AllowN(key K, now time.Time, n int) bool {
 	ok, _ := k.allowN(key, now, n)
 	return ok
 }
@@ -284,9 +300,12 @@ func (k *Keyed[K, L]) AllowN(key K, now time.Time, n int) bool {
 // the key's new one. The floor is read after the lookup: a key created after
 // a sweep removed it is created after that sweep stored its floor, so the
 // call cannot decide at an instant before the sweep's on the new limiter.
-func (k *Keyed[K, L]) allowN(key K, now time.Time, n int) (bool, error) {
-	if n <= 0 {
-		return n == 0, nil
+func (k *Limiter[K, L]) allowN(key K, now time.Time, n int) (bool, error) {
+	if n <= 0 || n > k.maxN {
+		if n == 0 {
+			return true, nil
+		}
+		return false, errNeverReady
 	}
 	for {
 		e, ok := k.keys.load(key)
@@ -318,7 +337,7 @@ func (e *entry[L]) settle() bool {
 }
 
 // clamp returns now, or the latest sweep's instant if that is later.
-func (k *Keyed[K, L]) clamp(now time.Time) time.Time {
+func (k *Limiter[K, L]) clamp(now time.Time) time.Time {
 	if f := k.floor.Load(); f != nil && now.Before(*f) {
 		return *f
 	}
@@ -328,19 +347,21 @@ func (k *Keyed[K, L]) clamp(now time.Time) time.Time {
 // The errors create returns; preallocated, so that refusing a new key
 // allocates nothing.
 var (
-	errCreate = errors.New("key not created: newLimiter failed")
-	errFull   = fmt.Errorf("key not created: %w", ErrFull)
+	errFull       = fmt.Errorf("%w: key not created", ErrFull)
+	errNeverReady = fmt.Errorf("keyed: n is negative or above the limit: %w", ErrNeverReady)
 )
 
 // create returns key's entry, creating it if it is still absent. It fails
-// with an error wrapping ErrFull when the Keyed is full and a sweep (if one
+// with an error wrapping ErrFull when the Limiter is full and a sweep (if one
 // may run) frees no room.
-func (k *Keyed[K, L]) create(key K, now time.Time) (*entry[L], error) {
+func (k *Limiter[K, L]) create(key K, now time.Time) (*entry[L], error) {
 	for swept := false; ; swept = true {
 		if k.reserve() {
+			var ferr error
 			e, loaded := k.keys.loadOrTryCompute(key, func() (*entry[L], bool) {
 				l, err := k.newLimiter()
 				if err != nil {
+					ferr = err
 					return nil, true
 				}
 				return &entry[L]{lim: l}, false
@@ -349,7 +370,7 @@ func (k *Keyed[K, L]) create(key K, now time.Time) (*entry[L], error) {
 				k.n.Add(-1) // someone else created it, or newLimiter failed
 			}
 			if e == nil {
-				return nil, errCreate
+				return nil, fmt.Errorf("keyed: key not created: newLimiter: %w", ferr)
 			}
 			return e, nil
 		}
@@ -365,7 +386,7 @@ func (k *Keyed[K, L]) create(key K, now time.Time) (*entry[L], error) {
 
 // reserve takes one of the maxKeys slots, if one is free. A refused
 // reservation writes nothing.
-func (k *Keyed[K, L]) reserve() bool {
+func (k *Limiter[K, L]) reserve() bool {
 	for {
 		c := k.n.Load()
 		if c >= k.maxKeys {
@@ -379,7 +400,7 @@ func (k *Keyed[K, L]) reserve() bool {
 
 // sweepWhenFull sweeps at now unless another sweep is running or the last
 // automatic sweep was too recent, and reports whether it removed any key.
-func (k *Keyed[K, L]) sweepWhenFull(now time.Time) bool {
+func (k *Limiter[K, L]) sweepWhenFull(now time.Time) bool {
 	if next := k.nextAuto.Load(); next != nil && now.Before(*next) {
 		return false
 	}
@@ -409,14 +430,14 @@ func (k *Keyed[K, L]) sweepWhenFull(now time.Time) bool {
 // the key being removed, proceed meanwhile. Keys created during the sweep
 // may or may not be visited. Sweeps run one at a time: a second Sweep waits
 // for the first to finish.
-func (k *Keyed[K, L]) Sweep(now time.Time) int {
+func (k *Limiter[K, L]) Sweep(now time.Time) int {
 	k.sweepMu.Lock()
 	defer k.sweepMu.Unlock()
 	return k.sweepLocked(now)
 }
 
 // sweepLocked is Sweep; it requires that k.sweepMu is held.
-func (k *Keyed[K, L]) sweepLocked(now time.Time) int {
+func (k *Limiter[K, L]) sweepLocked(now time.Time) int {
 	if f := k.floor.Load(); f == nil || now.After(*f) {
 		t := now
 		k.floor.Store(&t) // before any removal: see allowN
@@ -461,7 +482,7 @@ const sweepBatch = 32
 
 // evictIfIdle removes key if its entry is still e and e's limiter is idle at
 // now, with the protocol described on allowN.
-func (k *Keyed[K, L]) evictIfIdle(key K, e *entry[L], now time.Time) bool {
+func (k *Limiter[K, L]) evictIfIdle(key K, e *entry[L], now time.Time) bool {
 	removed := k.keys.deleteIf(key, func(cur *entry[L]) bool {
 		if cur != e {
 			return false
@@ -485,7 +506,7 @@ func (k *Keyed[K, L]) evictIfIdle(key K, e *entry[L], now time.Time) bool {
 // decisions; use it when a key is retired or its limit must be reset. A call
 // deciding on key concurrently is decided on the limiter left in the map
 // afterwards, as with a sweep.
-func (k *Keyed[K, L]) Delete(key K) {
+func (k *Limiter[K, L]) Delete(key K) {
 	removed := k.keys.deleteIf(key, func(e *entry[L]) bool {
 		e.state.Store(dead)
 		return true
@@ -497,9 +518,9 @@ func (k *Keyed[K, L]) Delete(key K) {
 
 // TokensAt returns the largest n that AllowN(key, now, n) would admit: the
 // key's limiter's TokensAt, or a fresh limiter's for an absent key, or 0 for
-// an absent key when the Keyed is full. It records nothing and creates no
+// an absent key when the Limiter is full. It records nothing and creates no
 // key.
-func (k *Keyed[K, L]) TokensAt(key K, now time.Time) int {
+func (k *Limiter[K, L]) TokensAt(key K, now time.Time) int {
 	for {
 		e, ok := k.keys.load(key)
 		t := k.clamp(now)
@@ -520,9 +541,9 @@ func (k *Keyed[K, L]) TokensAt(key K, now time.Time) int {
 // AllowN(key, at, n) would admit n if nothing else were admitted for key
 // meanwhile, and true; or false if n can never be admitted. It is the key's
 // limiter's ReadyAt, or a fresh limiter's for an absent key. For an absent
-// key when the Keyed is full it returns false too: when room will appear is
+// key when the Limiter is full it returns false too: when room will appear is
 // not known. It records nothing and creates no key.
-func (k *Keyed[K, L]) ReadyAt(key K, now time.Time, n int) (time.Time, bool) {
+func (k *Limiter[K, L]) ReadyAt(key K, now time.Time, n int) (at time.Time, ok bool) {
 	if n <= 0 {
 		if n == 0 {
 			return now, true
@@ -557,10 +578,10 @@ func readyAt(now, t, at time.Time, ready bool) (time.Time, bool) {
 }
 
 // full reports whether no slot is free for a new key.
-func (k *Keyed[K, L]) full() bool { return k.n.Load() >= k.maxKeys }
+func (k *Limiter[K, L]) full() bool { return k.n.Load() >= k.maxKeys }
 
 // Wait is shorthand for WaitN(ctx, key, 1).
-func (k *Keyed[K, L]) Wait(ctx context.Context, key K) error {
+func (k *Limiter[K, L]) Wait(ctx context.Context, key K) error {
 	return k.WaitN(ctx, key, 1)
 }
 
@@ -568,8 +589,8 @@ func (k *Keyed[K, L]) Wait(ctx context.Context, key K) error {
 // or returns ctx's error if ctx ends first. It fails at once, admitting
 // nothing, with an error wrapping ErrNeverReady if n can never be admitted,
 // ErrDeadline if ctx's deadline falls before the instant n could be
-// admitted, or ErrFull if key is absent and the Keyed is full.
-func (k *Keyed[K, L]) WaitN(ctx context.Context, key K, n int) error {
+// admitted, or ErrFull if key is absent and the Limiter is full.
+func (k *Limiter[K, L]) WaitN(ctx context.Context, key K, n int) error {
 	w := waiter[K, L]{k: k, key: key}
 	err := clock.Wait(ctx, "keyed", &w, n)
 	if w.err != nil && errors.Is(err, ErrNeverReady) {
@@ -578,11 +599,11 @@ func (k *Keyed[K, L]) WaitN(ctx context.Context, key K, n int) error {
 	return err
 }
 
-// waiter adapts one key of a Keyed to clock.Wait. When a key cannot be
+// waiter adapts one key of a Limiter to clock.Wait. When a key cannot be
 // created it remembers why and reports the key as never ready, so that
 // Wait stops instead of spinning.
-type waiter[K comparable, L Limiter] struct {
-	k   *Keyed[K, L]
+type waiter[K comparable, L PerKey] struct {
+	k   *Limiter[K, L]
 	key K
 	err error
 }
@@ -606,7 +627,7 @@ func (w *waiter[K, L]) ReadyAt(now time.Time, n int) (time.Time, bool) {
 // removes a key concurrently; otherwise it may include keys whose creation
 // or removal by a concurrent call is in progress (at most one per such
 // call). It never exceeds MaxKeys.
-func (k *Keyed[K, L]) Len() int { return int(k.n.Load()) }
+func (k *Limiter[K, L]) Len() int { return int(k.n.Load()) }
 
 // Range calls f for each key, until f returns false.
 //
@@ -616,7 +637,7 @@ func (k *Keyed[K, L]) Len() int { return int(k.n.Load()) }
 // may not be visited. Range holds no lock while it calls f, so f may call any
 // method of k, including Delete. Its cost is proportional to the size of the
 // map's table, which shrinks some time after keys are removed.
-func (k *Keyed[K, L]) Range(f func(key K) bool) {
+func (k *Limiter[K, L]) Range(f func(key K) bool) {
 	k.keys.rangeAll(func(key K, e *entry[L]) bool {
 		if e.state.Load() == dead {
 			return true

@@ -1,11 +1,11 @@
 package keyed
 
-// Benchmarks of a Keyed against its parts, measured in the same run:
+// Benchmarks of a Limiter against its parts, measured in the same run:
 //
-//   - AllowN: a decision through the Keyed, for 1, 1k, 100k and 1M keys;
-//   - Lookup: the bare map lookup, on the Keyed's own map;
+//   - AllowN: a decision through the Limiter, for 1, 1k, 100k and 1M keys;
+//   - Lookup: the bare map lookup, on the Limiter's own map;
 //   - Bare: the bare limiter decision, on one limiter (hot in cache) and
-//     cycling over the Keyed's own limiters (as cold as in AllowN);
+//     cycling over the Limiter's own limiters (as cold as in AllowN);
 //
 // so that AllowN can be compared with Lookup + Bare (docs/keyed.md). Keys are
 // visited in a fixed random order, the same in every benchmark of a size.
@@ -61,11 +61,11 @@ func benchKeys(b *testing.B, n int) []string {
 	return keys
 }
 
-// fixture is a Keyed holding n keys, with its limiters in key order, cached
+// fixture is a Limiter holding n keys, with its limiters in key order, cached
 // across the runs of a benchmark (-count) because building 1M keys is slow.
-type fixture[L Limiter] struct {
+type fixture[L PerKey] struct {
 	keys []string
-	k    *Keyed[string, L]
+	k    *Limiter[string, L]
 	lims []L // lims[i] is keys[i]'s limiter
 	// next is an instant after every instant any benchmark used: each run
 	// starts there, so that no run presents instants older than the state.
@@ -77,7 +77,7 @@ var (
 	fixtures   = map[string]any{}
 )
 
-func getFixture[L Limiter](b *testing.B, name string, n int, newLimiter func() (L, error)) *fixture[L] {
+func getFixture[L PerKey](b *testing.B, name string, n int, newLimiter func() (L, error)) *fixture[L] {
 	fixturesMu.Lock()
 	defer fixturesMu.Unlock()
 	id := fmt.Sprint(name, "/", n)
@@ -134,7 +134,7 @@ type workload struct {
 // run runs w serially and in parallel. Every invocation starts at the
 // fixture's next instant, where every key is idle (or, for deny, has just
 // been exhausted), so that invocations do not depend on each other.
-func run[L Limiter](b *testing.B, f *fixture[L], w workload) {
+func run[L PerKey](b *testing.B, f *fixture[L], w workload) {
 	n := len(f.keys)
 	begin := func(b *testing.B) time.Time {
 		start := f.next
@@ -206,7 +206,7 @@ func run[L Limiter](b *testing.B, f *fixture[L], w workload) {
 }
 
 // exhaust takes every key to its limit at instant at.
-func exhaust[L Limiter](b *testing.B, f *fixture[L], at time.Time) {
+func exhaust[L PerKey](b *testing.B, f *fixture[L], at time.Time) {
 	for i, key := range f.keys {
 		f.k.AllowN(key, at, benchLimit)
 		if f.k.TokensAt(key, at) != 0 {
@@ -216,7 +216,7 @@ func exhaust[L Limiter](b *testing.B, f *fixture[L], at time.Time) {
 }
 
 // benchLimiter runs the benchmarks of one limiter type.
-func benchLimiter[L Limiter](b *testing.B, name string, newLimiter func() (L, error), sizes []int, denySizes []int) {
+func benchLimiter[L PerKey](b *testing.B, name string, newLimiter func() (L, error), sizes []int, denySizes []int) {
 	for _, n := range sizes {
 		b.Run(fmt.Sprintf("AllowN/lim=%s/keys=%s/admit", name, size(n)), func(b *testing.B) {
 			f := getFixture(b, name, n, newLimiter)
@@ -230,12 +230,12 @@ func benchLimiter[L Limiter](b *testing.B, name string, newLimiter func() (L, er
 		})
 	}
 	for _, n := range denySizes {
-		// The bare decision, on the Keyed's own limiters, same order.
+		// The bare decision, on the Limiter's own limiters, same order.
 		b.Run(fmt.Sprintf("Bare/lim=%s/limiters=%s/admit", name, size(n)), func(b *testing.B) {
 			f := getFixture(b, name, n, newLimiter)
 			run(b, f, workload{decide: func(i int, now time.Time) bool { return f.lims[i].AllowN(now, 1) }})
 		})
-		// The bare lookup, on the Keyed's own map, same order.
+		// The bare lookup, on the Limiter's own map, same order.
 		b.Run(fmt.Sprintf("Lookup/lim=%s/keys=%s", name, size(n)), func(b *testing.B) {
 			f := getFixture(b, name, n, newLimiter)
 			run(b, f, workload{lookup: true, decide: func(i int, now time.Time) bool {
@@ -284,7 +284,7 @@ func BenchmarkKeyed(b *testing.B) {
 }
 
 // bytesPerKey measures, once per process, the heap taken by n keys of a
-// Keyed over L (the keys' strings excluded: they belong to the caller), and
+// Limiter over L (the keys' strings excluded: they belong to the caller), and
 // by n bare limiters.
 type memResult struct{ total, limiter float64 }
 
@@ -301,7 +301,7 @@ func liveHeap() uint64 {
 	return ms.HeapAlloc
 }
 
-func measureBytes[L Limiter](b *testing.B, name string, n int, newLimiter func() (L, error)) memResult {
+func measureBytes[L PerKey](b *testing.B, name string, n int, newLimiter func() (L, error)) memResult {
 	memMu.Lock()
 	defer memMu.Unlock()
 	if r, ok := memResults[name]; ok {
@@ -342,9 +342,9 @@ func measureBytes[L Limiter](b *testing.B, name string, n int, newLimiter func()
 	return r
 }
 
-// BenchmarkBytesPerKey reports the heap per key of a Keyed holding 1M keys:
+// BenchmarkBytesPerKey reports the heap per key of a Limiter holding 1M keys:
 // B/key in total, the limiter's share (lim-B/key) and the rest, the map and
-// the Keyed's entry (map-B/key). The measurement is made once per process;
+// the Limiter's entry (map-B/key). The measurement is made once per process;
 // the timed loop is empty.
 func BenchmarkBytesPerKey(b *testing.B) {
 	const n = 1_000_000

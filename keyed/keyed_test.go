@@ -20,10 +20,10 @@ import (
 
 // Compile-time checks that the limiters of this module fit keyed.
 var (
-	_ keyed.Limiter = (*ring.Limiter)(nil)
-	_ keyed.Limiter = (*window.Limiter)(nil)
-	_ keyed.Limiter = (*multi.Limiter)(nil)
-	_ keyed.Limiter = (*multi.Approx)(nil)
+	_ keyed.PerKey = (*ring.Limiter)(nil)
+	_ keyed.PerKey = (*window.Limiter)(nil)
+	_ keyed.PerKey = (*multi.Limiter)(nil)
+	_ keyed.PerKey = (*multi.Approx)(nil)
 )
 
 // t0 is the simulated epoch of the tests; instants are t0 plus offsets.
@@ -40,35 +40,35 @@ type impl struct {
 	// idle is how long after its last admission a limiter with window w
 	// becomes idle (IdleAt true).
 	idle func(w time.Duration) time.Duration
-	new  func(limit int, window time.Duration) (keyed.Limiter, error)
+	new  func(limit int, window time.Duration) (keyed.PerKey, error)
 }
 
 func oneWindow(w time.Duration) time.Duration { return w }
 
 var impls = []impl{
-	{"naive", true, oneWindow, func(limit int, window time.Duration) (keyed.Limiter, error) {
+	{"naive", true, oneWindow, func(limit int, window time.Duration) (keyed.PerKey, error) {
 		return newNaive(limit, window), nil
 	}},
-	{"ring", true, oneWindow, func(limit int, window time.Duration) (keyed.Limiter, error) {
+	{"ring", true, oneWindow, func(limit int, window time.Duration) (keyed.PerKey, error) {
 		return ring.New(limit, window)
 	}},
-	{"window", false, func(w time.Duration) time.Duration { return 2 * w }, func(limit int, w time.Duration) (keyed.Limiter, error) {
+	{"window", false, func(w time.Duration) time.Duration { return 2 * w }, func(limit int, w time.Duration) (keyed.PerKey, error) {
 		return window.New(limit, w)
 	}},
 	// Two rules: the one under test, and a looser one over a longer window
 	// that still binds now and then.
-	{"multi", false, func(w time.Duration) time.Duration { return 3 * w }, func(limit int, w time.Duration) (keyed.Limiter, error) {
+	{"multi", false, func(w time.Duration) time.Duration { return 3 * w }, func(limit int, w time.Duration) (keyed.PerKey, error) {
 		return multi.New(multi.Rule{Limit: limit, Window: w}, multi.Rule{Limit: 2 * limit, Window: 3 * w})
 	}},
-	{"multi.Approx", false, func(w time.Duration) time.Duration { return 6 * w }, func(limit int, w time.Duration) (keyed.Limiter, error) {
+	{"multi.Approx", false, func(w time.Duration) time.Duration { return 6 * w }, func(limit int, w time.Duration) (keyed.PerKey, error) {
 		return multi.NewApprox(multi.Rule{Limit: limit, Window: w}, multi.Rule{Limit: 2 * limit, Window: 3 * w})
 	}},
 }
 
-// newKeyed returns a Keyed over impl with the given limit and window.
-func newKeyed(t testing.TB, im impl, limit int, window time.Duration, opts ...keyed.Option) *keyed.Keyed[string, keyed.Limiter] {
+// newKeyed returns a Limiter over impl with the given limit and window.
+func newKeyed(t testing.TB, im impl, limit int, window time.Duration, opts ...keyed.Option) *keyed.Limiter[string, keyed.PerKey] {
 	t.Helper()
-	k, err := keyed.New[string](func() (keyed.Limiter, error) { return im.new(limit, window) }, opts...)
+	k, err := keyed.New[string](func() (keyed.PerKey, error) { return im.new(limit, window) }, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +96,7 @@ func TestNewRejectsBadConfiguration(t *testing.T) {
 			t.Errorf("%s: New error = %v, want prefix %q", tt.name, err, tt.want)
 		}
 		if k != nil {
-			t.Errorf("%s: New returned a non-nil Keyed with an error", tt.name)
+			t.Errorf("%s: New returned a non-nil Limiter with an error", tt.name)
 		}
 	}
 	if _, err := keyed.New[string](func() (*naive, error) { return nil, boom }); !errors.Is(err, boom) {
@@ -115,7 +115,7 @@ type step struct {
 	want bool
 }
 
-func runSteps(t *testing.T, k *keyed.Keyed[string, keyed.Limiter], steps []step) {
+func runSteps(t *testing.T, k *keyed.Limiter[string, keyed.PerKey], steps []step) {
 	t.Helper()
 	for i, s := range steps {
 		if got := k.AllowN(s.key, at(s.t), s.n); got != s.want {
@@ -271,20 +271,20 @@ func TestSweepFloor(t *testing.T) {
 	}
 }
 
-// oracle is the reference for a Keyed: per key, a limiter that is never
+// oracle is the reference for a Limiter: per key, a limiter that is never
 // evicted, and the floor rule. For an exact limiter type the per-key limiter
 // is the naive log; otherwise it is a limiter of the same type (a shadow),
 // which checks that eviction and recreation change nothing.
 type oracle struct {
-	new   func() keyed.Limiter
+	new   func() keyed.PerKey
 	floor time.Time
-	keys  map[string]keyed.Limiter
+	keys  map[string]keyed.PerKey
 }
 
 func newOracle(t testing.TB, im impl, limit int, w time.Duration) *oracle {
-	mk := func() keyed.Limiter { return newNaive(limit, w) }
+	mk := func() keyed.PerKey { return newNaive(limit, w) }
 	if !im.exact {
-		mk = func() keyed.Limiter {
+		mk = func() keyed.PerKey {
 			l, err := im.new(limit, w)
 			if err != nil {
 				t.Fatal(err)
@@ -292,10 +292,10 @@ func newOracle(t testing.TB, im impl, limit int, w time.Duration) *oracle {
 			return l
 		}
 	}
-	return &oracle{new: mk, keys: map[string]keyed.Limiter{}}
+	return &oracle{new: mk, keys: map[string]keyed.PerKey{}}
 }
 
-func (o *oracle) key(key string) keyed.Limiter {
+func (o *oracle) key(key string) keyed.PerKey {
 	l := o.keys[key]
 	if l == nil {
 		l = o.new()
@@ -389,7 +389,7 @@ func TestFullRefusesNewKeys(t *testing.T) {
 				t.Error("ReadyAt(new key, full) is ready, want false")
 			}
 			if !k.AllowN("a", at(h/2), 1) {
-				t.Error("a present key was refused because the Keyed is full")
+				t.Error("a present key was refused because the Limiter is full")
 			}
 			if got := k.Len(); got != 3 {
 				t.Errorf("Len() = %d, want 3", got)
@@ -409,7 +409,7 @@ func TestFullRefusesNewKeys(t *testing.T) {
 	}
 }
 
-// TestFullSweepsArePaced: a full Keyed does not sweep again at the same
+// TestFullSweepsArePaced: a full Limiter does not sweep again at the same
 // instant, however many new keys arrive.
 func TestFullSweepsArePaced(t *testing.T) {
 	var idleCalls atomic.Int64
@@ -426,7 +426,7 @@ func TestFullSweepsArePaced(t *testing.T) {
 	}
 	for i := 100; i < 10_000; i++ {
 		if k.AllowN(i, t0, 1) {
-			t.Fatalf("key %d admitted in a full Keyed", i)
+			t.Fatalf("key %d admitted in a full Limiter", i)
 		}
 	}
 	if got := idleCalls.Load(); got > 100 {
@@ -587,7 +587,7 @@ func TestZeroAllocs(t *testing.T) {
 		t.Errorf("%v allocs per Allow on a present key, want 0", allocs)
 	}
 
-	// Refusing a new key because the Keyed is full allocates nothing either.
+	// Refusing a new key because the Limiter is full allocates nothing either.
 	full, err := keyed.New[string](func() (*ring.Limiter, error) { return ring.New(10, time.Hour) }, keyed.MaxKeys(1))
 	if err != nil {
 		t.Fatal(err)
@@ -596,7 +596,7 @@ func TestZeroAllocs(t *testing.T) {
 	full.AllowN("b", t0, 1) // the automatic sweep at t0 runs once, here
 	allocs = testing.AllocsPerRun(1000, func() {
 		if full.AllowN("b", t0, 1) {
-			t.Fatal("a new key was admitted in a full Keyed")
+			t.Fatal("a new key was admitted in a full Limiter")
 		}
 	})
 	if allocs != 0 {

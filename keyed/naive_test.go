@@ -15,7 +15,7 @@ type stamp struct {
 	n  int
 }
 
-// naive implements keyed.Limiter, the part of the contract keyed uses.
+// naive implements keyed.PerKey, the part of the contract keyed uses.
 type naive struct {
 	limit  int
 	window int64

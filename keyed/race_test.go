@@ -127,9 +127,9 @@ func TestConcurrentPhases(t *testing.T) {
 	}
 }
 
-// hooked returns a Keyed over naive limiters of limit 2 and window w whose
+// hooked returns a Limiter over naive limiters of limit 2 and window w whose
 // hooks are set by setup, and a counter of the limiters made after New.
-func hooked(t *testing.T, w time.Duration, setup func(*naive)) (*keyed.Keyed[string, *naive], *atomic.Int64) {
+func hooked(t *testing.T, w time.Duration, setup func(*naive)) (*keyed.Limiter[string, *naive], *atomic.Int64) {
 	t.Helper()
 	var made atomic.Int64
 	made.Store(-1) // New's own call
@@ -195,7 +195,7 @@ func TestEvictionRaces(t *testing.T) {
 		t.Helper()
 		for range 50 {
 			var idleCalls atomic.Int64
-			var k *keyed.Keyed[string, *naive]
+			var k *keyed.Limiter[string, *naive]
 			var made *atomic.Int64
 			done := make(chan bool, 1)
 			race := func(l *naive) {

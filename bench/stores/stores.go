@@ -97,14 +97,14 @@ func All() []Impl {
 func Ours() []Impl {
 	return []Impl{
 		{
-			Name: "keyed-window", API: "(*keyed.Keyed[string, *window.Limiter]).Allow(key)",
+			Name: "keyed-window", API: "(*keyed.Limiter[string, *window.Limiter]).Allow(key)",
 			Algo: "two-counter window per key (two padded words)",
 			New: func(l int, w time.Duration, n int) Store {
 				return must(keyed.New[string](func() (*window.Limiter, error) { return window.New(l, w) }, MaxKeysFor(n)))
 			},
 		},
 		{
-			Name: "keyed-ring", API: "(*keyed.Keyed[string, *ring.Limiter]).Allow(key)",
+			Name: "keyed-ring", API: "(*keyed.Limiter[string, *ring.Limiter]).Allow(key)",
 			Algo: "exact sliding log per key (8 bytes per unit of limit)",
 			New: func(l int, w time.Duration, n int) Store {
 				return must(keyed.New[string](func() (*ring.Limiter, error) { return ring.New(l, w) }, MaxKeysFor(n)))
