@@ -1,0 +1,106 @@
+package redis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	goredis "github.com/redis/go-redis/v9"
+)
+
+// Client is what the limiters need from a Redis client: run a Lua script by
+// its SHA-1 digest or by its source, and load it on every node. It is small so
+// that another client library can be plugged in without touching the
+// limiters; NewGoRedis adapts github.com/redis/go-redis/v9.
+//
+// An implementation must send each call at most once: a decision script that
+// was written to the server and then retried could be applied twice (see
+// docs/redis.md). Replies are arrays of integers.
+type Client interface {
+	// EvalSHA runs the script with the given digest. When the server does
+	// not have it, the error must satisfy errors.Is(err, ErrNoScript); the
+	// script did not run.
+	EvalSHA(ctx context.Context, sha1 string, keys []string, args []any) ([]int64, error)
+	// Eval runs the script's source (and caches it on the node that ran it).
+	Eval(ctx context.Context, src string, keys []string, args []any) ([]int64, error)
+	// Load loads the script on every node that can serve a key (every
+	// master of a cluster, every shard of a ring).
+	Load(ctx context.Context, src string) error
+}
+
+// ErrNoScript is matched (errors.Is) by the error Client.EvalSHA returns when
+// the server does not have the script: after a restart, a failover or SCRIPT
+// FLUSH. The limiters then send the source with Eval.
+var ErrNoScript = errors.New("redis: NOSCRIPT: the server does not have the script")
+
+// NewGoRedis returns a Client on a go-redis client (*goredis.Client for one
+// node or Sentinel, *goredis.ClusterClient, *goredis.Ring). The client is
+// shared, not owned: closing it is the caller's business.
+//
+// Scripts are sent with the client's automatic retries turned off for each
+// call (the command says it must not be retried), whatever the client's
+// MaxRetries: a decision whose reply is lost may have been applied, and
+// running it again would count it twice. MOVED and ASK redirections are still
+// followed: the node that answers them did not run the script.
+//
+// The per-call timeout of a limiter is a context deadline; go-redis honours it
+// on the socket only when the client was created with ContextTimeoutEnabled.
+// Otherwise the client's ReadTimeout and WriteTimeout bound each call.
+func NewGoRedis(c goredis.UniversalClient) (Client, error) {
+	if c == nil {
+		return nil, errors.New("redis: NewGoRedis: client must not be nil")
+	}
+	return goRedis{c: c}, nil
+}
+
+type goRedis struct{ c goredis.UniversalClient }
+
+// onceCmd is a command that go-redis must not retry once it may have been
+// written (goredis.Cmder's NoRetry).
+type onceCmd struct{ *goredis.Cmd }
+
+func (onceCmd) NoRetry() bool { return true }
+
+func (g goRedis) run(ctx context.Context, name, first string, keys []string, args []any) ([]int64, error) {
+	a := make([]any, 0, 3+len(keys)+len(args))
+	a = append(a, name, first, len(keys))
+	for _, k := range keys {
+		a = append(a, k)
+	}
+	a = append(a, args...)
+	cmd := onceCmd{goredis.NewCmd(ctx, a...)}
+	if err := g.c.Process(ctx, cmd); err != nil {
+		if goredis.HasErrorPrefix(err, "NOSCRIPT") || errors.Is(err, goredis.ErrNoScript) {
+			return nil, fmt.Errorf("%w (%v)", ErrNoScript, err)
+		}
+		return nil, err
+	}
+	return cmd.Int64Slice()
+}
+
+func (g goRedis) EvalSHA(ctx context.Context, sha1 string, keys []string, args []any) ([]int64, error) {
+	return g.run(ctx, "evalsha", sha1, keys, args)
+}
+
+func (g goRedis) Eval(ctx context.Context, src string, keys []string, args []any) ([]int64, error) {
+	return g.run(ctx, "eval", src, keys, args)
+}
+
+func (g goRedis) Load(ctx context.Context, src string) error {
+	load := func(ctx context.Context, c *goredis.Client) error { return c.ScriptLoad(ctx, src).Err() }
+	switch c := g.c.(type) {
+	case *goredis.ClusterClient:
+		return c.ForEachMaster(ctx, load)
+	case *goredis.Ring:
+		return c.ForEachShard(ctx, load)
+	default:
+		return g.c.ScriptLoad(ctx, src).Err()
+	}
+}
+
+// isNoScript reports whether err says the server lacks the script, for
+// clients that do not wrap ErrNoScript.
+func isNoScript(err error) bool {
+	return errors.Is(err, ErrNoScript) || strings.HasPrefix(err.Error(), "NOSCRIPT")
+}

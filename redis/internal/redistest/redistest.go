@@ -1,0 +1,281 @@
+// Package redistest starts real redis-server processes for tests: one
+// standalone server, or a Redis Cluster of three masters, on free loopback
+// ports with temporary directories, stopped when the test ends.
+//
+// When redis-server is not installed, the tests that need it are skipped with
+// a message, except when the environment variable CI is "true": then they
+// fail, so that CI can never pass by skipping.
+package redistest
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Server is one redis-server process.
+type Server struct {
+	t    testing.TB
+	Port int
+	dir  string
+	args []string
+
+	mu  sync.Mutex
+	cmd *exec.Cmd
+	out *os.File
+}
+
+// Addr is the server's address, 127.0.0.1:port.
+func (s *Server) Addr() string { return "127.0.0.1:" + strconv.Itoa(s.Port) }
+
+// need finds a program or skips (fails under CI=true) the test.
+func need(t testing.TB, prog string) string {
+	t.Helper()
+	p, err := exec.LookPath(prog)
+	if err != nil {
+		msg := fmt.Sprintf("%s not found in PATH: install it (apt-get install redis-server redis-tools) to run the Redis tests", prog)
+		if os.Getenv("CI") == "true" {
+			t.Fatal(msg + " (CI=true: failing instead of skipping)")
+		}
+		t.Skip(msg)
+	}
+	return p
+}
+
+// freePort returns a loopback port that was free a moment ago, and whose
+// cluster bus port (port+10000) was free too when bus is set.
+func freePort(t testing.TB, bus bool) int {
+	t.Helper()
+	for range 50 {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatalf("redistest: no free port: %v", err)
+		}
+		p := ln.Addr().(*net.TCPAddr).Port
+		_ = ln.Close()
+		if !bus {
+			return p
+		}
+		if p+10000 > 65535 {
+			continue
+		}
+		if ln2, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p+10000)); err == nil {
+			_ = ln2.Close()
+			return p
+		}
+	}
+	t.Fatal("redistest: no free port pair (P, P+10000) after 50 tries")
+	return 0
+}
+
+// Start starts a standalone redis-server and stops it when the test ends.
+func Start(t testing.TB, extra ...string) *Server {
+	t.Helper()
+	return start(t, false, extra...)
+}
+
+func start(t testing.TB, cluster bool, extra ...string) *Server {
+	t.Helper()
+	bin := need(t, "redis-server")
+	var last error
+	for range 5 {
+		s := &Server{t: t, Port: freePort(t, cluster), dir: t.TempDir()}
+		s.args = []string{
+			"--port", strconv.Itoa(s.Port), "--bind", "127.0.0.1", "--dir", s.dir,
+			"--save", "", "--appendonly", "no", "--daemonize", "no", "--protected-mode", "no",
+			"--logfile", filepath.Join(s.dir, "redis.log"),
+		}
+		if cluster {
+			s.args = append(s.args, "--cluster-enabled", "yes",
+				"--cluster-config-file", filepath.Join(s.dir, "nodes.conf"),
+				"--cluster-node-timeout", "2000")
+		}
+		s.args = append(s.args, extra...)
+		s.args = append([]string{bin}, s.args...)
+		if last = s.launch(); last == nil {
+			t.Cleanup(s.Stop)
+			return s
+		}
+	}
+	t.Fatalf("redistest: redis-server did not start: %v", last)
+	return nil
+}
+
+// launch starts the process and waits until it answers PING.
+func (s *Server) launch() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cmd := exec.Command(s.args[0], s.args[1:]...)
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	s.cmd = cmd
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		if reply, err := Do(s.Addr(), "PING"); err == nil && reply == "PONG" {
+			return nil
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+	s.cmd = nil
+	log, _ := os.ReadFile(filepath.Join(s.dir, "redis.log"))
+	return fmt.Errorf("no PONG from %s within 5s; log:\n%s", s.Addr(), log)
+}
+
+// Stop kills the server (SIGKILL, as a crash would) and waits for it. It is
+// idempotent.
+func (s *Server) Stop() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil {
+		return
+	}
+	_ = s.cmd.Process.Kill()
+	_ = s.cmd.Wait()
+	s.cmd = nil
+}
+
+// Restart starts a stopped server again on the same port, empty (nothing is
+// persisted).
+func (s *Server) Restart() {
+	s.t.Helper()
+	var err error
+	for range 20 { // the port may linger for a moment after the kill
+		if err = s.launch(); err == nil {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	s.t.Fatalf("redistest: restarting %s: %v", s.Addr(), err)
+}
+
+// Do sends one command in RESP and returns the reply as text: a simple
+// string, an error ("ERR ..."), an integer or a bulk string; arrays are
+// joined with newlines. It is for test plumbing (PING, CLUSTER INFO), not for
+// the code under test.
+func Do(addr string, args ...string) (string, error) {
+	c, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		return "", err
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+	var b strings.Builder
+	fmt.Fprintf(&b, "*%d\r\n", len(args))
+	for _, a := range args {
+		fmt.Fprintf(&b, "$%d\r\n%s\r\n", len(a), a)
+	}
+	if _, err := c.Write([]byte(b.String())); err != nil {
+		return "", err
+	}
+	return readReply(bufio.NewReader(c))
+}
+
+func readReply(r *bufio.Reader) (string, error) {
+	line, err := r.ReadString('\n')
+	if err != nil {
+		return "", err
+	}
+	line = strings.TrimSuffix(line, "\r\n")
+	if line == "" {
+		return "", fmt.Errorf("empty reply line")
+	}
+	switch line[0] {
+	case '+', ':':
+		return line[1:], nil
+	case '-':
+		return "", fmt.Errorf("%s", line[1:])
+	case '$':
+		n, _ := strconv.Atoi(line[1:])
+		if n < 0 {
+			return "", nil
+		}
+		buf := make([]byte, n+2)
+		if _, err := ioReadFull(r, buf); err != nil {
+			return "", err
+		}
+		return string(buf[:n]), nil
+	case '*':
+		n, _ := strconv.Atoi(line[1:])
+		parts := make([]string, 0, max(n, 0))
+		for range n {
+			p, err := readReply(r)
+			if err != nil {
+				return "", err
+			}
+			parts = append(parts, p)
+		}
+		return strings.Join(parts, "\n"), nil
+	}
+	return "", fmt.Errorf("unexpected reply %q", line)
+}
+
+func ioReadFull(r *bufio.Reader, buf []byte) (int, error) {
+	n := 0
+	for n < len(buf) {
+		m, err := r.Read(buf[n:])
+		n += m
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}
+
+// Cluster is a Redis Cluster of three masters and no replicas.
+type Cluster struct {
+	Nodes []*Server
+}
+
+// Addrs returns the nodes' addresses.
+func (c *Cluster) Addrs() []string {
+	a := make([]string, len(c.Nodes))
+	for i, n := range c.Nodes {
+		a[i] = n.Addr()
+	}
+	return a
+}
+
+// StartCluster starts three cluster-enabled servers, joins them with
+// redis-cli --cluster create, waits until every node reports cluster_state:ok,
+// and stops them when the test ends.
+func StartCluster(t testing.TB) *Cluster {
+	t.Helper()
+	cli := need(t, "redis-cli")
+	c := &Cluster{}
+	for range 3 {
+		c.Nodes = append(c.Nodes, start(t, true))
+	}
+	args := append([]string{"--cluster", "create"}, c.Addrs()...)
+	args = append(args, "--cluster-replicas", "0", "--cluster-yes")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if out, err := exec.CommandContext(ctx, cli, args...).CombinedOutput(); err != nil {
+		t.Fatalf("redistest: redis-cli --cluster create: %v\n%s", err, out)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for _, n := range c.Nodes {
+		for {
+			info, err := Do(n.Addr(), "CLUSTER", "INFO")
+			if err == nil && strings.Contains(info, "cluster_state:ok") {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("redistest: cluster not ok on %s: %v %s", n.Addr(), err, info)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	return c
+}

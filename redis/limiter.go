@@ -1,0 +1,386 @@
+package redis
+
+import (
+	"context"
+	"crypto/sha1"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/slidelimit/slidelimit/keyed"
+	"github.com/slidelimit/slidelimit/multi"
+)
+
+// Ranges. Scripts compute in Lua doubles, exact below 2^53; these bounds keep
+// every value there (see docs/redis.md).
+const (
+	// MaxLogLimit is the largest limit of a rule of NewLog: 2^20. The log
+	// of a key costs 8 bytes per unit of its largest limit.
+	MaxLogLimit = 1 << 20
+	// MaxWindowLimit is the largest limit of a rule of NewWindow: 2^26-1.
+	MaxWindowLimit = 1<<26 - 1
+	// MaxWindow is the longest window of a rule: 2^50 microseconds, about
+	// 35 years. Windows are whole microseconds.
+	MaxWindow = time.Duration(1<<50) * time.Microsecond
+	// MaxRules is the largest number of rules of one limiter.
+	MaxRules = 16
+	// MaxKeyLen is the longest key, in bytes.
+	MaxKeyLen = 1024
+	// DefaultTimeout bounds a decision when Options.Timeout is zero.
+	DefaultTimeout = 100 * time.Millisecond
+	// DefaultPrefix starts every Redis key when Options.Prefix is empty.
+	DefaultPrefix = "slidelimit"
+
+	maxMicros = 1 << 52 // instants are below 2^52 µs after the epoch (year 2112)
+)
+
+// Rule is one limit: at most Limit units of cost per Window.
+type Rule struct {
+	Limit  int
+	Window time.Duration
+}
+
+// Policy says what a decision does when Redis does not answer in time or
+// answers with an error.
+type Policy uint8
+
+const (
+	// FailClosed returns the error and a refusal (the HTTP middleware
+	// answers 503). The default.
+	FailClosed Policy = iota
+	// FailOpen admits the call and reports the error in Decision.Err.
+	FailOpen
+	// FallBack decides with an in-process limiter per key, with the rules
+	// of Options.Fallback, and reports the error in Decision.Err.
+	FallBack
+)
+
+// Source says who took a decision.
+type Source uint8
+
+const (
+	// FromRedis: the script decided, and the decision is recorded in Redis.
+	FromRedis Source = iota
+	// FromError: Redis failed and the policy is FailClosed.
+	FromError
+	// FromFailOpen: Redis failed and the call was admitted unchecked.
+	FromFailOpen
+	// FromFallback: Redis failed and the in-process fallback decided.
+	FromFallback
+)
+
+// Options configures a Limiter. The zero value is usable: prefix
+// DefaultPrefix, timeout DefaultTimeout, fail closed.
+type Options struct {
+	// Prefix starts every key the limiter writes ("slidelimit:log:{key}").
+	// It must not contain braces.
+	Prefix string
+	// Timeout bounds each decision (a context deadline; see NewGoRedis for
+	// when go-redis honours it on the socket). Zero means DefaultTimeout;
+	// negative means none beyond the caller's context.
+	Timeout time.Duration
+	// OnError is the failure policy.
+	OnError Policy
+	// Fallback is the in-process rules per key for FallBack; required then,
+	// ignored otherwise. They are exact sliding logs (package multi).
+	Fallback []Rule
+	// FallbackMaxKeys bounds the keys the fallback holds (package keyed's
+	// MaxKeys); zero means keyed's default.
+	FallbackMaxKeys int
+}
+
+// Decision is the answer to one call.
+type Decision struct {
+	// Allowed reports whether the cost was admitted.
+	Allowed bool
+	// At is the instant decided at, in microseconds: the caller's instant,
+	// the server's clock, or for the exact log the newest stamp when the
+	// caller's instant was older.
+	At time.Time
+	// ReadyAt is the earliest instant at which the cost would be admitted
+	// if nothing else were admitted meanwhile: At when it was admitted, the
+	// zero Time when it never can be (n above a limit).
+	ReadyAt time.Time
+	// Remaining is, per rule in the order of Rules, the largest cost that
+	// would be admitted at At after this decision. Under the fallback every
+	// entry is the fallback's; under FailOpen and FailClosed it is nil.
+	Remaining []int
+	// Source says who decided.
+	Source Source
+	// Err is the Redis error a FailOpen or FallBack decision stood in for.
+	Err error
+}
+
+// fallbackStore is the part of package keyed the fallback uses.
+type fallbackStore interface {
+	AllowN(key string, now time.Time, n int) bool
+	ReadyAt(key string, now time.Time, n int) (time.Time, bool)
+	TokensAt(key string, now time.Time) int
+}
+
+// Limiter limits keys with rules kept in Redis: each decision is one script
+// call, one round trip, on one key. It is safe for concurrent use by multiple
+// goroutines and holds no lock while it waits for Redis; it starts no
+// goroutine.
+//
+// All rules are checked at once and all or nothing: a call is admitted only
+// if every rule admits it, and a refused call writes nothing to Redis.
+type Limiter struct {
+	c       Client
+	s       script
+	kind    string // "log" or "win", in the key
+	exact   bool
+	rules   []Rule
+	args    []any // per-rule script arguments: limit, window µs, ...
+	maxLim  int
+	ttlMS   int64 // log: how long a key outlives its newest stamp
+	prefix  string
+	timeout time.Duration
+	policy  Policy
+	fb      fallbackStore
+}
+
+// NewLog returns an exact sliding-log limiter: for each rule, at most Limit
+// units of cost are admitted in every window (t-Window, t] of the instants
+// decided at, and for calls in time order every decision equals the naive
+// sliding log's. Each key is one Redis string of 8*(L+1) bytes, L the largest
+// limit; a decision reads O(rules + log L) 8-byte slices of it and writes
+// only the stamps it adds. Limits are in [1, MaxLogLimit].
+func NewLog(c Client, opts Options, rules ...Rule) (*Limiter, error) {
+	return newLimiter(c, opts, rules, true)
+}
+
+// NewWindow returns a two-counter window limiter: each rule decides as
+// package window does, admitting n at t iff prev*(W-elapsed) + (curr+n)*W <=
+// limit*W computed exactly. It can let up to 2*limit-1 through in some window
+// of a rule's length (docs/window.md). Each key costs 24 bytes per rule in
+// Redis, whatever the limits. Limits are in [1, MaxWindowLimit].
+func NewWindow(c Client, opts Options, rules ...Rule) (*Limiter, error) {
+	return newLimiter(c, opts, rules, false)
+}
+
+func newLimiter(c Client, opts Options, rules []Rule, exact bool) (*Limiter, error) {
+	if c == nil {
+		return nil, errors.New("redis: client must not be nil")
+	}
+	maxLim := MaxWindowLimit
+	if exact {
+		maxLim = MaxLogLimit
+	}
+	if err := validateRules("", rules, maxLim); err != nil {
+		return nil, err
+	}
+	if strings.ContainsAny(opts.Prefix, "{}") {
+		return nil, fmt.Errorf("redis: prefix must not contain braces, got %q", opts.Prefix)
+	}
+	if opts.OnError > FallBack {
+		return nil, fmt.Errorf("redis: OnError must be FailClosed, FailOpen or FallBack, got %d", opts.OnError)
+	}
+	l := &Limiter{
+		c: c, exact: exact, rules: append([]Rule(nil), rules...),
+		prefix: opts.Prefix, timeout: opts.Timeout, policy: opts.OnError,
+	}
+	if l.prefix == "" {
+		l.prefix = DefaultPrefix
+	}
+	if l.timeout == 0 {
+		l.timeout = DefaultTimeout
+	}
+	var maxW time.Duration
+	for _, r := range rules {
+		l.args = append(l.args, r.Limit, int64(r.Window/time.Microsecond))
+		l.maxLim = max(l.maxLim, r.Limit)
+		maxW = max(maxW, r.Window)
+	}
+	if exact {
+		l.s, l.kind = logScript, "log"
+		l.ttlMS = int64((maxW+time.Millisecond-1)/time.Millisecond) + 1
+	} else {
+		l.s, l.kind = windowScript, "win"
+	}
+	if opts.OnError == FallBack {
+		if err := validateRules("fallback ", opts.Fallback, multi.MaxLimit); err != nil {
+			return nil, err
+		}
+		fr := make([]multi.Rule, len(opts.Fallback))
+		for i, r := range opts.Fallback {
+			fr[i] = multi.Rule{Limit: r.Limit, Window: r.Window}
+		}
+		var ko []keyed.Option
+		if opts.FallbackMaxKeys != 0 {
+			ko = append(ko, keyed.MaxKeys(opts.FallbackMaxKeys))
+		}
+		fb, err := keyed.New[string](func() (*multi.Limiter, error) { return multi.New(fr...) }, ko...)
+		if err != nil {
+			return nil, fmt.Errorf("redis: fallback: %w", err)
+		}
+		l.fb = fb
+	}
+	return l, nil
+}
+
+func validateRules(what string, rules []Rule, maxLimit int) error {
+	if len(rules) == 0 || len(rules) > MaxRules {
+		return fmt.Errorf("redis: %srules: between 1 and %d rules are required, got %d", what, MaxRules, len(rules))
+	}
+	for i, r := range rules {
+		if r.Limit < 1 || r.Limit > maxLimit {
+			return fmt.Errorf("redis: %srule %d: limit must be between 1 and %d, got %d", what, i, maxLimit, r.Limit)
+		}
+		if r.Window < time.Microsecond || r.Window > MaxWindow || r.Window%time.Microsecond != 0 {
+			return fmt.Errorf("redis: %srule %d: window must be a whole number of microseconds between 1µs and %v, got %v",
+				what, i, MaxWindow, r.Window)
+		}
+	}
+	return nil
+}
+
+// Rules returns the rules, in the order given to the constructor.
+func (l *Limiter) Rules() []Rule { return append([]Rule(nil), l.rules...) }
+
+// Load loads the limiter's script on every node (every master of a cluster).
+// It is optional: a decision that finds the script missing sends its source.
+func (l *Limiter) Load(ctx context.Context) error {
+	if err := l.c.Load(ctx, l.s.src); err != nil {
+		return fmt.Errorf("redis: loading the %s script: %w", l.kind, err)
+	}
+	return nil
+}
+
+// Allow is shorthand for AllowN(ctx, key, time.Time{}, 1): one unit at the
+// server's clock.
+func (l *Limiter) Allow(ctx context.Context, key string) (Decision, error) {
+	return l.AllowN(ctx, key, time.Time{}, 1)
+}
+
+// AllowN decides whether n units of cost are admitted for key at instant now,
+// and if so records them; the zero now means the Redis server's clock (TIME),
+// so that clients with skewed clocks share one clock. Instants are truncated
+// to microseconds and must lie after the Unix epoch and before 2112.
+//
+// n == 0 is admitted and records nothing; n above a rule's limit is refused
+// (ReadyAt is zero); n < 0 is an error. A bad key, instant or n is an error
+// that names it, and nothing is sent to Redis.
+//
+// When Redis fails or does not answer within the timeout, the policy decides:
+// FailClosed returns a refusal and the error; FailOpen and FallBack return a
+// decision whose Err is the error, and a nil error. A call whose context has
+// already ended returns ctx.Err() under every policy. A call that timed out
+// may still have been applied by the server (docs/redis.md).
+func (l *Limiter) AllowN(ctx context.Context, key string, now time.Time, n int) (Decision, error) {
+	rk, err := l.redisKey(key)
+	if err != nil {
+		return Decision{}, err
+	}
+	us := int64(-1)
+	if !now.IsZero() {
+		us = now.UnixMicro()
+		if us < 1 || us >= maxMicros {
+			return Decision{}, fmt.Errorf("redis: now must be after the Unix epoch and before 2112, got %v", now)
+		}
+	}
+	if n < 0 {
+		return Decision{}, fmt.Errorf("redis: n must be at least 0, got %d", n)
+	}
+	if err := ctx.Err(); err != nil {
+		return Decision{}, err
+	}
+	sent := min(n, l.maxLim+1) // every n above the largest limit is refused alike
+	var args []any
+	if l.exact {
+		args = append(make([]any, 0, 4+len(l.args)), l.maxLim, us, sent, l.ttlMS)
+	} else {
+		args = append(make([]any, 0, 2+len(l.args)), us, sent)
+	}
+	args = append(args, l.args...)
+	if l.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, l.timeout)
+		defer cancel()
+	}
+	reply, err := l.run(ctx, rk, args)
+	if err == nil {
+		return l.decision(reply)
+	}
+	err = fmt.Errorf("redis: key %q: %w", key, err)
+	switch l.policy {
+	case FailOpen:
+		at := now
+		if at.IsZero() {
+			at = time.Now()
+		}
+		return Decision{Allowed: true, At: at, ReadyAt: at, Source: FromFailOpen, Err: err}, nil
+	case FallBack:
+		return l.fallback(key, now, n, err), nil
+	default:
+		return Decision{Source: FromError}, err
+	}
+}
+
+// run calls the script by digest, and by source when the server lost it.
+// Neither call is retried after it may have run: NOSCRIPT means it did not.
+func (l *Limiter) run(ctx context.Context, rk string, args []any) ([]int64, error) {
+	keys := []string{rk}
+	reply, err := l.c.EvalSHA(ctx, l.s.sha, keys, args)
+	if err != nil && isNoScript(err) {
+		reply, err = l.c.Eval(ctx, l.s.src, keys, args)
+	}
+	return reply, err
+}
+
+func (l *Limiter) decision(r []int64) (Decision, error) {
+	if len(r) != 3+len(l.rules) {
+		return Decision{}, fmt.Errorf("redis: the %s script answered %d values, want %d", l.kind, len(r), 3+len(l.rules))
+	}
+	d := Decision{Allowed: r[0] == 1, At: time.UnixMicro(r[1]), Source: FromRedis}
+	if r[2] >= 0 {
+		d.ReadyAt = time.UnixMicro(r[2])
+	}
+	d.Remaining = make([]int, len(l.rules))
+	for i := range d.Remaining {
+		d.Remaining[i] = int(r[3+i])
+	}
+	return d, nil
+}
+
+func (l *Limiter) fallback(key string, now time.Time, n int, err error) Decision {
+	if now.IsZero() {
+		now = time.Now()
+	}
+	d := Decision{Allowed: l.fb.AllowN(key, now, n), At: now, Source: FromFallback, Err: err}
+	if at, ok := l.fb.ReadyAt(key, now, n); ok {
+		d.ReadyAt = at
+	}
+	if d.Allowed {
+		d.ReadyAt = now
+	}
+	rem := l.fb.TokensAt(key, now)
+	d.Remaining = make([]int, len(l.rules))
+	for i := range d.Remaining {
+		d.Remaining[i] = rem
+	}
+	return d
+}
+
+// redisKey returns the Redis key for a user key: the prefix, the kind, and a
+// hash tag, so that every Redis key of one decision maps to one cluster slot.
+// A key without braces is its own tag ("{alice}"); a key with braces would
+// end or split the tag, so its tag is a digest of it and the key follows
+// ("{3f2a…}a{b}"). The two forms never collide: only the second has bytes
+// after the tag.
+func (l *Limiter) redisKey(key string) (string, error) {
+	if key == "" {
+		return "", errors.New("redis: key must not be empty")
+	}
+	if len(key) > MaxKeyLen {
+		return "", fmt.Errorf("redis: key must be at most %d bytes, got %d", MaxKeyLen, len(key))
+	}
+	base := l.prefix + ":" + l.kind + ":"
+	if !strings.ContainsAny(key, "{}") {
+		return base + "{" + key + "}", nil
+	}
+	h := sha1.Sum([]byte(key))
+	return base + "{" + hex.EncodeToString(h[:8]) + "}" + key, nil
+}

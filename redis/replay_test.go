@@ -1,0 +1,92 @@
+package redis_test
+
+import (
+	"fmt"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/slidelimit/slidelimit/redis"
+)
+
+// ruleSets are the replayed configurations: one rule, and several at once.
+var ruleSets = [][]redis.Rule{
+	{{Limit: 20, Window: 100 * time.Millisecond}},
+	{{Limit: 5, Window: 10 * time.Millisecond}, {Limit: 20, Window: 100 * time.Millisecond}},
+	{{Limit: 3, Window: 7 * time.Millisecond}, {Limit: 10, Window: 50 * time.Millisecond}, {Limit: 40, Window: time.Second}},
+}
+
+// replay runs every workload through the Redis limiter made by newf and the
+// oracle made by newo, one key per workload, and requires every decision to
+// be identical: admitted, the instant decided at, when the cost would fit,
+// and the remaining cost per rule.
+func replay(t *testing.T, c redis.Client, exact bool) {
+	const seed = 20260101
+	t.Logf("seed %d", seed)
+	for ri, rules := range ruleSets {
+		var l *redis.Limiter
+		if exact {
+			l = mustLog(t, c, redis.Options{Prefix: fmt.Sprintf("replay%d", ri)}, rules...)
+		} else {
+			l = mustWindow(t, c, redis.Options{Prefix: fmt.Sprintf("replay%d", ri)}, rules...)
+		}
+		wl := workloads(seed+uint64(ri), rules[0].Limit, rules[0].Window)
+		names := make([]string, 0, len(wl))
+		for name := range wl {
+			names = append(names, name)
+		}
+		sort.Strings(names)
+		for _, name := range names {
+			lo := &logOracle{rules: rules}
+			wo := &windowOracle{rules: rules}
+			key := "key-" + name
+			admitted, refused := 0, 0
+			for i, cl := range wl[name] {
+				d, err := l.AllowN(ctxT(t), key, at(cl.t), cl.n)
+				require.NoError(t, err, "rules %d %s step %d", ri, name, i)
+				var ok bool
+				var atUS, ready int64
+				var rem []int
+				if exact {
+					ok, atUS, ready, rem = lo.allowN(cl.t, cl.n)
+				} else {
+					atUS = cl.t
+					ok, ready, rem = wo.allowN(cl.t, cl.n)
+				}
+				gotReady := int64(-1)
+				if !d.ReadyAt.IsZero() {
+					gotReady = d.ReadyAt.UnixMicro()
+				}
+				if d.Allowed != ok || d.At.UnixMicro() != atUS || gotReady != ready || fmt.Sprint(d.Remaining) != fmt.Sprint(rem) {
+					t.Fatalf("rules %d %s step %d: AllowN(t=%d, n=%d) = {allowed %v at %d ready %d remaining %v}, oracle {allowed %v at %d ready %d remaining %v}",
+						ri, name, i, cl.t-epoch, cl.n, d.Allowed, d.At.UnixMicro()-epoch, gotReady-epoch, d.Remaining,
+						ok, atUS-epoch, ready-epoch, rem)
+				}
+				if ok {
+					admitted++
+				} else {
+					refused++
+				}
+			}
+			// A replay that only admits or only refuses proves little.
+			require.Positive(t, admitted, "rules %d %s", ri, name)
+			require.Positive(t, refused, "rules %d %s", ri, name)
+		}
+	}
+}
+
+// TestLogMatchesOracle: the exact log on a real server decides every replayed
+// call exactly as the naive sliding log, for one rule and several.
+func TestLogMatchesOracle(t *testing.T) {
+	_, _, c := standalone(t)
+	replay(t, c, true)
+}
+
+// TestWindowMatchesFormula: the two-counter window decides every replayed
+// call as the exact integer formula does, rule by rule, all or nothing.
+func TestWindowMatchesFormula(t *testing.T) {
+	_, _, c := standalone(t)
+	replay(t, c, false)
+}

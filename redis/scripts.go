@@ -1,0 +1,228 @@
+package redis
+
+import (
+	"crypto/sha1"
+	"encoding/hex"
+)
+
+// script is a Lua script and its SHA-1 digest, the name EVALSHA uses.
+type script struct {
+	src string
+	sha string
+}
+
+func newScript(src string) script {
+	h := sha1.Sum([]byte(src))
+	return script{src: src, sha: hex.EncodeToString(h[:])}
+}
+
+// Both scripts share the reply: {admitted (0 or 1), at, ready, remaining
+// per rule...}, instants in microseconds since the Unix epoch. at is the
+// instant decided at; ready is the earliest instant at which the cost would
+// fit if nothing else were admitted (at itself when admitted), or -1 when it
+// never can. A refused call runs no write command.
+//
+// Every number is a Lua double; the scripts keep every value below 2^53 so
+// that all arithmetic is exact (see the ranges in limiter.go).
+
+// logScript is the exact sliding log. KEYS[1] holds a string of 8*(cap+1)
+// bytes: a little-endian double, the ring position of the next stamp, then
+// cap stamps (doubles, microseconds; 0 is an empty slot). Stamps are written
+// in non-decreasing order: an instant before the newest stamp is treated as
+// that stamp. ARGV: cap, now (-1: the server's TIME), n, ttl in milliseconds,
+// then limit and window (microseconds) for each rule; cap is the largest
+// limit.
+//
+// Rule (l, w) admits n at t iff the (l-n+1)-th newest stamp is empty or at
+// most t-w: then at most l-n stamps lie in (t-w, t]. The count behind
+// "remaining" is a binary search over the newest l stamps.
+var logScript = newScript(`
+local key = KEYS[1]
+local cap = tonumber(ARGV[1])
+local now = tonumber(ARGV[2])
+local n = tonumber(ARGV[3])
+local ttl = tonumber(ARGV[4])
+local nr = (#ARGV - 4) / 2
+if now < 0 then
+  local tm = redis.call('TIME')
+  now = tonumber(tm[1]) * 1000000 + tonumber(tm[2])
+end
+local size = 8 * (cap + 1)
+local len = redis.call('STRLEN', key)
+if len ~= 0 and len ~= size then
+  return redis.error_reply('ERR slidelimit: key holds ' .. len .. ' bytes, not a log of capacity ' .. cap)
+end
+local head = 0
+if len ~= 0 then
+  head = struct.unpack('<d', redis.call('GETRANGE', key, 0, 7))
+end
+local function stamp(k)
+  if len == 0 or k > cap then return 0 end
+  local i = (head - k) % cap
+  return struct.unpack('<d', redis.call('GETRANGE', key, 8 + 8 * i, 15 + 8 * i))
+end
+local last = stamp(1)
+if now < last then now = last end
+local ok = n >= 0
+local ready = now
+for r = 0, nr - 1 do
+  local l = tonumber(ARGV[5 + 2 * r])
+  local w = tonumber(ARGV[6 + 2 * r])
+  if n > l then
+    ok = false
+    ready = -1
+  elseif n > 0 then
+    local s = stamp(l - n + 1)
+    if s ~= 0 and s > now - w then
+      ok = false
+      if ready >= 0 and s + w > ready then ready = s + w end
+    end
+  end
+end
+if n < 0 then ready = -1 end
+if ok and n > 0 then
+  local p = struct.pack('<d', now)
+  if len == 0 then
+    local body = string.rep(p, n) .. string.rep('\0', 8 * (cap - n))
+    redis.call('SET', key, struct.pack('<d', n % cap) .. body, 'PX', ttl)
+    len = size
+  else
+    local first = math.min(n, cap - head)
+    redis.call('SETRANGE', key, 8 + 8 * head, string.rep(p, first))
+    if n > first then
+      redis.call('SETRANGE', key, 8, string.rep(p, n - first))
+    end
+    redis.call('SETRANGE', key, 0, struct.pack('<d', (head + n) % cap))
+    redis.call('PEXPIRE', key, ttl)
+  end
+  head = (head + n) % cap
+end
+local out = {ok and 1 or 0, now, ready}
+for r = 0, nr - 1 do
+  local l = tonumber(ARGV[5 + 2 * r])
+  local w = tonumber(ARGV[6 + 2 * r])
+  local lo, hi = 0, math.min(l, cap)
+  while lo < hi do
+    local mid = math.floor((lo + hi + 1) / 2)
+    local s = stamp(mid)
+    if s ~= 0 and s > now - w then lo = mid else hi = mid - 1 end
+  end
+  out[4 + r] = l - lo
+end
+return out
+`)
+
+// windowScript is the two-counter window, one per rule, all or nothing.
+// KEYS[1] holds a string of 24 bytes per rule: three little-endian doubles,
+// the start of the rule's current window (microseconds), the cost admitted
+// in the window before it (prev) and in it (curr). ARGV: now (-1: the
+// server's TIME), n, then limit and window (microseconds) for each rule.
+//
+// Each rule decides as package window does: at t = max(now, start), with
+// el = t - ws the time into the window in effect at t, it admits n iff
+// prev*(w-el) + (curr+n)*w <= limit*w. The products reach 2^76, beyond a
+// double's exact range, so they are computed as two 26-bit limbs (mul);
+// limits are below 2^26 and windows below 2^50 microseconds.
+var windowScript = newScript(`
+local key = KEYS[1]
+local now = tonumber(ARGV[1])
+local n = tonumber(ARGV[2])
+local nr = (#ARGV - 2) / 2
+if now < 0 then
+  local tm = redis.call('TIME')
+  now = tonumber(tm[1]) * 1000000 + tonumber(tm[2])
+end
+local B = 67108864
+local function mul(a, b)
+  local bh = math.floor(b / B)
+  local lo = a * (b - bh * B)
+  local c = math.floor(lo / B)
+  return a * bh + c, lo - c * B
+end
+local function le(a1, b1, a2, b2)
+  local h1, l1 = mul(a1, b1)
+  local h2, l2 = mul(a2, b2)
+  return h1 < h2 or (h1 == h2 and l1 <= l2)
+end
+local function div(x, c)
+  local q = math.floor(x / c)
+  while q * c > x do q = q - 1 end
+  while (q + 1) * c <= x do q = q + 1 end
+  return q
+end
+local function muldiv(a, b, c)
+  local h, l = mul(a, b)
+  local q1 = div(h, c)
+  return q1 * B + div((h - q1 * c) * B + l, c)
+end
+local function fits(l, w, p, c, el, k)
+  local r = l - c - k
+  if r < 0 then return false end
+  if p == 0 then return true end
+  return le(p, w - el, r, w)
+end
+local raw = redis.call('GET', key)
+if raw and #raw ~= 24 * nr then
+  return redis.error_reply('ERR slidelimit: key holds ' .. #raw .. ' bytes, not a window of ' .. nr .. ' rules')
+end
+local ok = n >= 0
+local ready = now
+local st = {}
+for r = 0, nr - 1 do
+  local l = tonumber(ARGV[3 + 2 * r])
+  local w = tonumber(ARGV[4 + 2 * r])
+  local ws, p, c, t = now, 0, 0, now
+  if raw then
+    local start, pv, cv = struct.unpack('<ddd', raw, 1 + 24 * r)
+    if t < start then t = start end
+    local d = t - start
+    if d < w then ws, p, c = start, pv, cv
+    elseif d < 2 * w then ws, p, c = start + w, cv, 0
+    else ws = t end
+  end
+  st[r] = {ws, p, c, t, l, w}
+  if n > l or n < 0 then
+    ok = false
+    ready = -1
+  elseif not fits(l, w, p, c, t - ws, n) then
+    ok = false
+    if ready >= 0 then
+      local u
+      local rr = l - c - n
+      local f = 0
+      if rr >= 0 and p > 0 then f = muldiv(rr, w, p) end
+      if f > 0 then u = ws + w - f
+      elseif c <= l - n then u = ws + w
+      else u = ws + 2 * w - muldiv(l - n, w, c) end
+      if u > ready then ready = u end
+    end
+  end
+end
+if ok and n > 0 then
+  local parts = {}
+  local ttl = 0
+  for r = 0, nr - 1 do
+    local s = st[r]
+    s[3] = s[3] + n
+    parts[r + 1] = struct.pack('<ddd', s[1], s[2], s[3])
+    local e = s[1] + 2 * s[6] - now
+    if e > ttl then ttl = e end
+  end
+  redis.call('SET', key, table.concat(parts), 'PX', math.floor((ttl + 999) / 1000) + 1)
+end
+local out = {ok and 1 or 0, now, ready}
+for r = 0, nr - 1 do
+  local s = st[r]
+  local p, d, w = s[2], s[6] - (s[4] - s[1]), s[6]
+  local q = 0
+  if p > 0 then
+    q = math.ceil(p * (d / w))
+    while q > 0 and le(p, d, q - 1, w) do q = q - 1 end
+    while not le(p, d, q, w) do q = q + 1 end
+  end
+  local left = s[5] - s[3] - q
+  if left < 0 then left = 0 end
+  out[4 + r] = left
+end
+return out
+`)
