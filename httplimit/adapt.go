@@ -2,6 +2,7 @@ package httplimit
 
 import (
 	"context"
+	"math"
 	"time"
 
 	"github.com/slidelimit/slidelimit/multi"
@@ -107,10 +108,10 @@ type many[L ruled] struct {
 	limit int
 	rules []Rule
 	// resetFactor bounds Reset: factor times the rule's window.
-	resetFactor time.Duration
+	resetFactor int64
 }
 
-func newMany[L ruled](l L, ok bool, factor time.Duration) Limiter {
+func newMany[L ruled](l L, ok bool, factor int64) Limiter {
 	if !ok {
 		return &many[L]{}
 	}
@@ -173,8 +174,16 @@ func (m *many[L]) quota(d *Decision, now time.Time) {
 	for i := range n {
 		q := Quota{Remaining: rem[i]}
 		if rem[i] < m.rules[i].Limit {
-			q.Reset = m.resetFactor * m.rules[i].Window
+			q.Reset = scaled(m.rules[i].Window, m.resetFactor)
 		}
 		d.Quota[i] = q
 	}
+}
+
+// scaled is f*w, saturating at the largest Duration.
+func scaled(w time.Duration, f int64) time.Duration {
+	if w > math.MaxInt64/time.Duration(f) {
+		return math.MaxInt64
+	}
+	return w * time.Duration(f)
 }

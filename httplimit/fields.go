@@ -1,0 +1,227 @@
+package httplimit
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+)
+
+// The wire names of draft-ietf-httpapi-ratelimit-headers-11, in one place:
+// the draft may still rename them (a pull request proposes r->a and t->w).
+// The field names are in canonical MIME form, as http.Header stores them.
+const (
+	fieldPolicy    = "Ratelimit-Policy" // RateLimit-Policy
+	fieldRateLimit = "Ratelimit"        // RateLimit
+	paramQuota     = "q"                // RateLimit-Policy: the limit, in units of cost
+	paramWindow    = "w"                // RateLimit-Policy: the window, in whole seconds
+	paramRemaining = "r"                // RateLimit: the remaining cost
+	paramReset     = "t"                // RateLimit: seconds until the quota resets
+
+	fieldRetryAfter = "Retry-After"
+
+	legacyLimit     = "X-Ratelimit-Limit"
+	legacyRemaining = "X-Ratelimit-Remaining"
+	legacyReset     = "X-Ratelimit-Reset"
+)
+
+// Fields says when the middleware sends the RateLimit and RateLimit-Policy
+// fields.
+type Fields uint8
+
+const (
+	// FieldsAlways sends them on every response the middleware decided
+	// (admitted or refused). It is the default.
+	FieldsAlways Fields = iota
+	// FieldsOnRefusal sends them only on refusals.
+	FieldsOnRefusal
+	// FieldsOff never sends them.
+	FieldsOff
+)
+
+// LegacyReset chooses what the legacy X-RateLimit-Reset field carries, when
+// the legacy fields are enabled with [Legacy].
+type LegacyReset uint8
+
+const (
+	legacyOff LegacyReset = iota
+	// ResetSeconds: the number of seconds until the quota resets (as the
+	// draft's t parameter, and GitHub-style APIs that send a delta).
+	ResetSeconds
+	// ResetUnix: the instant the quota resets, in seconds since the Unix
+	// epoch, rounded up.
+	ResetUnix
+)
+
+// maxPolicyName bounds a policy name's length, so the fields stay small.
+const maxPolicyName = 64
+
+// validName reports whether s can be sent as an RFC 9651 String without
+// escapes: printable ASCII other than '"' and '\'.
+func validName(s string) bool {
+	if s == "" || len(s) > maxPolicyName {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return true
+}
+
+// defaultNames names rule i "<limit>-per-<window>", adding "-<i>" to a name
+// already taken.
+func defaultNames(rules []Rule) []string {
+	names := make([]string, len(rules))
+	seen := map[string]bool{}
+	for i, r := range rules {
+		n := strconv.Itoa(r.Limit) + "-per-" + r.Window.String()
+		if seen[n] {
+			n += "-" + strconv.Itoa(i)
+		}
+		seen[n] = true
+		names[i] = n
+	}
+	return names
+}
+
+// seconds rounds d up to whole seconds, never below 0; it saturates.
+func seconds(d time.Duration) int64 {
+	if d <= 0 {
+		return 0
+	}
+	s := int64(d / time.Second)
+	if d%time.Second != 0 {
+		s++
+	}
+	return s
+}
+
+// policyValue is the RateLimit-Policy field value: one item per rule,
+// `"name";q=<limit>;w=<window>`, w rounded up to whole seconds and at least
+// 1 (the draft's w is an integer number of seconds; rounding up announces a
+// policy that a client can follow without ever being refused).
+func policyValue(names []string, rules []Rule) string {
+	var b []byte
+	for i, r := range rules {
+		if i > 0 {
+			b = append(b, ", "...)
+		}
+		b = appendName(b, names[i])
+		b = append(b, ";"+paramQuota+"="...)
+		b = strconv.AppendInt(b, int64(r.Limit), 10)
+		b = append(b, ";"+paramWindow+"="...)
+		b = strconv.AppendInt(b, max(seconds(r.Window), 1), 10)
+	}
+	return string(b)
+}
+
+// appendRateLimit appends the RateLimit field value for d: one item per rule,
+// `"name";r=<remaining>;t=<seconds until reset>`.
+func appendRateLimit(b []byte, names []string, d *Decision) []byte {
+	for i := range d.NumQuota {
+		if i > 0 {
+			b = append(b, ", "...)
+		}
+		q := &d.Quota[i]
+		b = appendName(b, names[i])
+		b = append(b, ";"+paramRemaining+"="...)
+		b = strconv.AppendInt(b, int64(max(q.Remaining, 0)), 10)
+		b = append(b, ";"+paramReset+"="...)
+		b = strconv.AppendInt(b, seconds(q.Reset), 10)
+	}
+	return b
+}
+
+func appendName(b []byte, name string) []byte {
+	b = append(b, '"')
+	b = append(b, name...)
+	return append(b, '"')
+}
+
+// tightest is the index of the rule the legacy fields describe: the one with
+// the least remaining, ties broken by the latest reset.
+func tightest(d *Decision) int {
+	best := 0
+	for i := 1; i < d.NumQuota; i++ {
+		q, b := &d.Quota[i], &d.Quota[best]
+		if q.Remaining < b.Remaining || (q.Remaining == b.Remaining && q.Reset > b.Reset) {
+			best = i
+		}
+	}
+	return best
+}
+
+// small holds shared one-element values for the integers 0..smallN-1, so that
+// the common Retry-After values allocate nothing. Each slice has capacity 1:
+// Header.Add copies it instead of writing into the shared array.
+const smallN = 128
+
+var small = func() (s [smallN][]string) {
+	for i := range s {
+		s[i] = []string{strconv.Itoa(i)}[:1:1]
+	}
+	return s
+}()
+
+func intValue(v int64) []string {
+	if v >= 0 && v < smallN {
+		return small[v]
+	}
+	return []string{strconv.FormatInt(v, 10)}
+}
+
+// setFields writes the RateLimit fields (and the legacy ones if enabled)
+// for decision d taken at now.
+func (m *Middleware) setFields(h http.Header, d *Decision, now time.Time) {
+	if d.NumQuota == 0 {
+		return
+	}
+	h[fieldPolicy] = m.policy
+	var buf [256]byte
+	h[fieldRateLimit] = []string{string(appendRateLimit(buf[:0], m.names, d))}
+	if m.legacy == legacyOff {
+		return
+	}
+	i := tightest(d)
+	q := &d.Quota[i]
+	h[legacyLimit] = intValue(int64(m.rules[i].Limit))
+	h[legacyRemaining] = intValue(int64(max(q.Remaining, 0)))
+	switch m.legacy {
+	case ResetSeconds:
+		h[legacyReset] = intValue(seconds(q.Reset))
+	case ResetUnix:
+		h[legacyReset] = intValue(unixCeil(now.Add(q.Reset)))
+	}
+}
+
+// unixCeil is t in whole seconds since the Unix epoch, rounded up.
+func unixCeil(t time.Time) int64 {
+	s := t.Unix()
+	if t.Nanosecond() != 0 {
+		s++
+	}
+	return s
+}
+
+// checkNames validates user-given policy names against the rules.
+func checkNames(names []string, rules []Rule) error {
+	if len(names) != len(rules) {
+		return fmt.Errorf("httplimit: PolicyNames: %d names for %d rules", len(names), len(rules))
+	}
+	seen := map[string]bool{}
+	for i, n := range names {
+		if !validName(n) {
+			return fmt.Errorf("httplimit: PolicyNames: name %d (%q) must be 1 to %d printable ASCII characters other than '\"' and '\\'", i, n, maxPolicyName)
+		}
+		if seen[n] {
+			return fmt.Errorf("httplimit: PolicyNames: name %q is given twice", n)
+		}
+		seen[n] = true
+	}
+	return nil
+}
+
+var errNoRules = errors.New("httplimit: limiter has no rules (a nil limiter given to an adapter?)")

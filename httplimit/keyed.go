@@ -1,0 +1,105 @@
+package httplimit
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/slidelimit/slidelimit/keyed"
+)
+
+// Keyed adapts a limiter per key: each request is decided by its key's own
+// limiter. rules is the policy of one key's limiter, as its constructor was
+// given it (ring.New(10, time.Second) is Rule{10, time.Second}); the
+// middleware announces it in the RateLimit-Policy field, and the adapter
+// cannot check it against the limiters k creates.
+//
+// Decisions map keyed's answers: a refusal by the key's limiter is
+// OverLimit, with RetryAt from the key's ReadyAt; keyed.ErrFull is Full and
+// keyed.ErrNeverReady is Never (refusals, not errors); a factory's error is
+// returned as the limiter's failure. Remaining is the key's TokensAt, for
+// every rule (with several rules, the smallest remaining: a lower bound for
+// the others). Reset is exact for one rule (when the key's whole limit
+// fits again) and, with several rules, twice the rule's window when anything
+// counts against the key: an upper bound for every limiter of this module.
+//
+// A nil k, or no rules, gives a Limiter that New rejects.
+func Keyed[L keyed.PerKey](k *keyed.Limiter[string, L], rules ...Rule) Limiter {
+	if k == nil || len(rules) == 0 {
+		return &perKey[L]{}
+	}
+	p := &perKey[L]{k: k, rules: append([]Rule(nil), rules...)}
+	p.limit = rules[0].Limit
+	for _, r := range rules {
+		p.limit = min(p.limit, r.Limit)
+	}
+	return p
+}
+
+type perKey[L keyed.PerKey] struct {
+	k     *keyed.Limiter[string, L]
+	rules []Rule
+	limit int // the smallest limit of the rules
+}
+
+func (p *perKey[L]) Rules() []Rule { return p.rules }
+
+func (p *perKey[L]) Decide(_ context.Context, key string, now time.Time, cost int) (Decision, error) {
+	var d Decision
+	ok, err := p.k.Decide(key, now, cost)
+	switch {
+	case ok:
+		d.Allowed = true
+	case err == nil:
+		at, ready := p.k.ReadyAt(key, now, cost)
+		if ready {
+			d.Reason, d.RetryAt = OverLimit, at
+		} else {
+			d.Reason = Never
+		}
+	case errors.Is(err, keyed.ErrFull):
+		d.Reason = Full
+	case errors.Is(err, keyed.ErrNeverReady):
+		d.Reason = Never
+	default:
+		return Decision{}, err
+	}
+	p.quota(&d, key, now)
+	return d, nil
+}
+
+func (p *perKey[L]) Check(_ context.Context, key string, now time.Time, cost int) (Decision, error) {
+	var d Decision
+	switch at, ok := p.k.ReadyAt(key, now, cost); {
+	case ok && !at.After(now):
+		d.Allowed = true
+	case ok:
+		d.Reason, d.RetryAt = OverLimit, at
+	case cost < 0 || cost > p.limit:
+		d.Reason = Never
+	default:
+		d.Reason = Full // the key is absent and the Limiter is full
+	}
+	p.quota(&d, key, now)
+	return d, nil
+}
+
+func (p *perKey[L]) quota(d *Decision, key string, now time.Time) {
+	rem := p.k.TokensAt(key, now)
+	n := min(len(p.rules), MaxRules)
+	d.NumQuota = n
+	for i := range n {
+		r := p.rules[i]
+		q := Quota{Remaining: min(rem, r.Limit)}
+		if rem < r.Limit && d.Reason != Full {
+			if n == 1 {
+				if at, ok := p.k.ReadyAt(key, now, r.Limit); ok {
+					q.Reset = max(at.Sub(now), 0)
+				}
+			} else {
+				q.Reset = scaled(r.Window, 2)
+			}
+		}
+		d.Quota[i] = q
+	}
+}

@@ -1,0 +1,174 @@
+package httplimit
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/netip"
+	"net/textproto"
+	"strconv"
+	"strings"
+)
+
+// KeyFunc gives the key a request is limited under. An error refuses the
+// request with the key-error response (see [KeyErrorHandler]); it never
+// reaches the limiter.
+type KeyFunc func(r *http.Request) (string, error)
+
+// DefaultIPv6Prefix is the prefix length IPv6 addresses are grouped by in
+// [RemoteAddr]: a /64 is what one subscriber usually gets, so keying by the
+// full address would let one client rotate through 2^64 keys.
+const DefaultIPv6Prefix = 64
+
+// MaxKeyLen is the longest key [HeaderKey] accepts: longer values are
+// errors, so that a client cannot make the limiter store huge keys.
+const MaxKeyLen = 256
+
+// RemoteAddr keys a request by its peer's IP address (Request.RemoteAddr,
+// without the port), IPv4 as is, IPv6 grouped by its /64 prefix, an IPv4
+// address mapped into IPv6 as the IPv4 address. It trusts no header: behind a
+// proxy every request has the proxy's address; use [IPKey] with a
+// [ProxyResolver] there.
+var RemoteAddr KeyFunc = ipKey{v6: DefaultIPv6Prefix}.key
+
+// IPKey keys a request by its client's IP address, IPv6 addresses grouped by
+// the prefix of v6Prefix bits (1 to 128; 128 keeps the whole address). With
+// a nil resolver the client is the peer (Request.RemoteAddr); with one, the
+// client is what the resolver finds from the forwarding header its trusted
+// proxies set.
+func IPKey(v6Prefix int, p *ProxyResolver) (KeyFunc, error) {
+	if v6Prefix < 1 || v6Prefix > 128 {
+		return nil, fmt.Errorf("httplimit: IPKey: v6Prefix must be between 1 and 128, got %d", v6Prefix)
+	}
+	return ipKey{v6: v6Prefix, p: p}.key, nil
+}
+
+type ipKey struct {
+	v6 int
+	p  *ProxyResolver
+}
+
+func (k ipKey) key(r *http.Request) (string, error) {
+	var a netip.Addr
+	var text string
+	var err error
+	if k.p != nil {
+		a, text, err = k.p.clientIP(r)
+	} else {
+		a, text, err = peerIP(r.RemoteAddr)
+	}
+	if err != nil {
+		return "", err
+	}
+	return addrKey(a, text, k.v6), nil
+}
+
+// addrKey is the key of address a, whose text form in the request was text:
+// text itself when it is already the canonical form (no allocation), else
+// the canonical form of a (IPv4) or of a's prefix (IPv6).
+func addrKey(a netip.Addr, text string, v6 int) string {
+	if a.Is4() {
+		if len(text) <= len("255.255.255.255") && !strings.ContainsAny(text, "[]%:") {
+			return text // ParseAddr accepts only the canonical dotted form
+		}
+		return a.String()
+	}
+	if v6 == 128 {
+		return a.String()
+	}
+	return netip.PrefixFrom(a, v6).Masked().String()
+}
+
+// peerIP parses Request.RemoteAddr: "ip:port", "[ipv6]:port", or a bare IP.
+func peerIP(s string) (netip.Addr, string, error) {
+	host := s
+	if h, _, err := net.SplitHostPort(s); err == nil {
+		host = h
+	}
+	a, ok := parseIP(host)
+	if !ok {
+		return netip.Addr{}, "", fmt.Errorf("httplimit: remote address %q is not an IP address", clip(s))
+	}
+	return a, host, nil
+}
+
+// parseIP parses an IP address without port, dropping brackets' absence
+// (SplitHostPort removed them) and any zone, and unmapping IPv4-in-IPv6.
+func parseIP(s string) (netip.Addr, bool) {
+	a, err := netip.ParseAddr(s)
+	if err != nil {
+		return netip.Addr{}, false
+	}
+	return a.WithZone("").Unmap(), true
+}
+
+// clip shortens s for an error message.
+func clip(s string) string {
+	const n = 64
+	if len(s) > n {
+		return s[:n] + "..."
+	}
+	return s
+}
+
+// ErrNoKey is wrapped by the errors of HeaderKey and PatternKey when the
+// request has no value to key by.
+var ErrNoKey = errors.New("no key")
+
+// HeaderKey keys a request by the value of the header field name (an API
+// key, a tenant id). A request without the field, with an empty value, with
+// several values, or with a value longer than MaxKeyLen gets an error
+// (wrapping ErrNoKey for the first two). Clients choose this value freely:
+// key by it only when the limit is meant per value (authenticate first).
+func HeaderKey(name string) KeyFunc {
+	canon := textproto.CanonicalMIMEHeaderKey(name)
+	return func(r *http.Request) (string, error) {
+		v := r.Header[canon]
+		switch {
+		case len(v) == 0 || v[0] == "":
+			return "", fmt.Errorf("httplimit: header %s: %w", canon, ErrNoKey)
+		case len(v) > 1:
+			return "", fmt.Errorf("httplimit: header %s: %d values, want one", canon, len(v))
+		case len(v[0]) > MaxKeyLen:
+			return "", fmt.Errorf("httplimit: header %s: value of %d bytes, longer than %d", canon, len(v[0]), MaxKeyLen)
+		}
+		return v[0], nil
+	}
+}
+
+// PatternKey keys a request by the ServeMux pattern that matched it
+// (Request.Pattern, such as "GET /items/{id}"), so that each route has its
+// own limit. The pattern is set only when the middleware runs inside the
+// mux: wrap the handler given to Handle, not the mux itself. A request
+// without a pattern gets an error wrapping ErrNoKey.
+func PatternKey(r *http.Request) (string, error) {
+	if r.Pattern == "" {
+		return "", fmt.Errorf("httplimit: request has no ServeMux pattern (wrap the handler registered on the mux): %w", ErrNoKey)
+	}
+	return r.Pattern, nil
+}
+
+// JoinKeys keys a request by several keys at once (per route and client,
+// say): the key is each part prefixed with its length, so that two
+// different lists of parts never give the same key. The first error of a
+// part is returned.
+func JoinKeys(parts ...KeyFunc) KeyFunc {
+	parts = append([]KeyFunc(nil), parts...)
+	return func(r *http.Request) (string, error) {
+		var b []byte
+		for _, f := range parts {
+			if f == nil {
+				return "", errors.New("httplimit: JoinKeys: a key function is nil")
+			}
+			k, err := f(r)
+			if err != nil {
+				return "", err
+			}
+			b = strconv.AppendInt(b, int64(len(k)), 10)
+			b = append(b, ':')
+			b = append(b, k...)
+		}
+		return string(b), nil
+	}
+}

@@ -1,0 +1,278 @@
+package httplimit
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+)
+
+// Middleware limits the requests of the handlers it wraps. Build one with
+// [New]; wrap handlers with [Middleware.Handler]. A Middleware is safe for
+// concurrent use and holds no lock while a request is decided or while user
+// code (a key function, a hook, the wrapped handler) runs.
+//
+// For each request that is not exempt, the middleware computes the key and
+// the cost, reads the clock once, calls the limiter's Decide once, and then:
+//
+//   - admitted: sets the RateLimit fields (by default) and calls the handler;
+//   - over the limit: 429 Too Many Requests with Retry-After, the whole
+//     seconds until Decision.RetryAt rounded up and at least 1;
+//   - a cost that can never fit (Reason Never): 429 without Retry-After,
+//     with a body saying so;
+//   - a keyed limiter full of keys (Reason Full): 503 Service Unavailable
+//     without Retry-After;
+//   - the key function failed: the key-error handler (default 500);
+//   - the limiter failed (Decide returned an error): the failure policy,
+//     fail closed with 503 by default, or fail open (the request passes).
+type Middleware struct {
+	lim    Limiter
+	rules  []Rule
+	names  []string
+	policy []string // the RateLimit-Policy value, shared (capacity 1)
+
+	key      KeyFunc
+	cost     func(*http.Request) int
+	fields   Fields
+	legacy   LegacyReset
+	exempt   func(*http.Request) bool
+	refuse   func(http.ResponseWriter, *http.Request, Decision)
+	keyErr   func(http.ResponseWriter, *http.Request, error)
+	onRefuse func(*http.Request, string, Decision)
+	failure  Failure
+	onError  func(*http.Request, error)
+
+	// now is time.Now; tests replace it (export_test.go) to inject instants.
+	now func() time.Time
+}
+
+// An Option configures New.
+type Option interface {
+	apply(*Middleware)
+}
+
+type optionFunc func(*Middleware)
+
+func (f optionFunc) apply(m *Middleware) { f(m) }
+
+// Key sets the function that gives each request's key. The default is
+// [RemoteAddr]: the peer's IP address, IPv6 grouped by /64, trusting no
+// header. A limiter shared by all keys ignores the key.
+func Key(f KeyFunc) Option { return optionFunc(func(m *Middleware) { m.key = f }) }
+
+// Cost sets the function that gives each request's cost (its weight against
+// the limits). The default costs 1. A cost of 0 passes without counting; a
+// negative cost, or one larger than a rule's limit, is refused with Reason
+// Never.
+func Cost(f func(r *http.Request) int) Option {
+	return optionFunc(func(m *Middleware) { m.cost = f })
+}
+
+// SendFields sets when the RateLimit and RateLimit-Policy fields are sent.
+// The default is FieldsAlways.
+func SendFields(f Fields) Option { return optionFunc(func(m *Middleware) { m.fields = f }) }
+
+// Legacy also sends X-RateLimit-Limit, X-RateLimit-Remaining and
+// X-RateLimit-Reset (whenever the RateLimit fields are sent), describing the
+// rule with the least remaining, with the Reset format given. Off by default.
+func Legacy(reset LegacyReset) Option {
+	return optionFunc(func(m *Middleware) { m.legacy = reset })
+}
+
+// PolicyNames names the rules in the RateLimit fields, one name per rule in
+// the order of the limiter's Rules(): 1 to 64 printable ASCII characters
+// other than '"' and '\', all different. The default names rule i
+// "<limit>-per-<window>", such as "100-per-1s".
+func PolicyNames(names ...string) Option {
+	names = append([]string(nil), names...)
+	return optionFunc(func(m *Middleware) { m.names = names })
+}
+
+// Exempt sets a function that lets matching requests pass without a decision
+// (health checks, internal callers). Exempt requests count nothing and get no
+// fields.
+func Exempt(f func(r *http.Request) bool) Option {
+	return optionFunc(func(m *Middleware) { m.exempt = f })
+}
+
+// OnRefusal sets a callback run on each refusal (for logging and metrics),
+// with the request's key and the decision, before the response is written.
+func OnRefusal(f func(r *http.Request, key string, d Decision)) Option {
+	return optionFunc(func(m *Middleware) { m.onRefuse = f })
+}
+
+// RefusalHandler replaces the response to a refused request. When it runs,
+// Retry-After and the RateLimit fields are already set on w's header; it
+// must write the status and body. The default writes 429 (503 for Reason
+// Full) with a short plain-text body.
+func RefusalHandler(f func(w http.ResponseWriter, r *http.Request, d Decision)) Option {
+	return optionFunc(func(m *Middleware) { m.refuse = f })
+}
+
+// KeyErrorHandler replaces the response to a request whose key function
+// failed. The default writes 500 Internal Server Error and does not call
+// the wrapped handler.
+func KeyErrorHandler(f func(w http.ResponseWriter, r *http.Request, err error)) Option {
+	return optionFunc(func(m *Middleware) { m.keyErr = f })
+}
+
+// Failure is the policy applied when the limiter fails: Decide returns an
+// error (a remote store unreachable, a per-key factory failing).
+type Failure uint8
+
+const (
+	// FailClosed refuses the request with 503 Service Unavailable. It is
+	// the default.
+	FailClosed Failure = iota
+	// FailOpen lets the request pass, undecided and without fields.
+	FailOpen
+)
+
+// OnLimiterError sets the failure policy, and a callback (nil for none) run
+// with each error of the limiter before the policy is applied.
+func OnLimiterError(p Failure, f func(r *http.Request, err error)) Option {
+	return optionFunc(func(m *Middleware) { m.failure, m.onError = p, f })
+}
+
+// New returns a Middleware deciding with l. It fails if l is nil, has no
+// rules, more than MaxRules, or an invalid rule, or if an option is invalid.
+func New(l Limiter, opts ...Option) (*Middleware, error) {
+	if l == nil {
+		return nil, errors.New("httplimit: limiter is nil")
+	}
+	m := &Middleware{lim: l, key: RemoteAddr, now: time.Now}
+	for _, o := range opts {
+		if o != nil {
+			o.apply(m)
+		}
+	}
+	m.rules = append([]Rule(nil), l.Rules()...)
+	switch {
+	case len(m.rules) == 0:
+		return nil, errNoRules
+	case len(m.rules) > MaxRules:
+		return nil, fmt.Errorf("httplimit: limiter has %d rules, at most %d are supported", len(m.rules), MaxRules)
+	}
+	for i, r := range m.rules {
+		if r.Limit < 1 || r.Window < 1 {
+			return nil, fmt.Errorf("httplimit: limiter's rule %d has limit %d and window %v; both must be positive", i, r.Limit, r.Window)
+		}
+	}
+	if m.names == nil {
+		m.names = defaultNames(m.rules)
+	} else if err := checkNames(m.names, m.rules); err != nil {
+		return nil, err
+	}
+	if m.key == nil {
+		return nil, errors.New("httplimit: Key: key function is nil")
+	}
+	if m.fields > FieldsOff {
+		return nil, fmt.Errorf("httplimit: SendFields: unknown value %d", m.fields)
+	}
+	if m.legacy > ResetUnix {
+		return nil, fmt.Errorf("httplimit: Legacy: unknown reset format %d", m.legacy)
+	}
+	if m.failure > FailOpen {
+		return nil, fmt.Errorf("httplimit: OnLimiterError: unknown failure policy %d", m.failure)
+	}
+	m.policy = []string{policyValue(m.names, m.rules)}[:1:1]
+	return m, nil
+}
+
+// Rules returns the policy the middleware announces, in the order of the
+// RateLimit fields.
+func (m *Middleware) Rules() []Rule { return append([]Rule(nil), m.rules...) }
+
+// Handler returns next wrapped by the middleware: the usual
+// func(http.Handler) http.Handler shape, so m.Handler plugs into routers
+// that take middleware of that shape.
+func (m *Middleware) Handler(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		m.serve(w, r, next)
+	})
+}
+
+func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Handler) {
+	if m.exempt != nil && m.exempt(r) {
+		next.ServeHTTP(w, r)
+		return
+	}
+	key, err := m.key(r)
+	if err != nil {
+		if m.keyErr != nil {
+			m.keyErr(w, r, err)
+		} else {
+			plain(w, http.StatusInternalServerError, "rate limit key unavailable\n")
+		}
+		return
+	}
+	cost := 1
+	if m.cost != nil {
+		cost = m.cost(r)
+	}
+	now := m.now()
+	d, err := m.lim.Decide(r.Context(), key, now, cost)
+	if err != nil {
+		if m.onError != nil {
+			m.onError(r, err)
+		}
+		if m.failure == FailOpen {
+			next.ServeHTTP(w, r)
+		} else {
+			plain(w, http.StatusServiceUnavailable, "rate limiter unavailable\n")
+		}
+		return
+	}
+	if d.Allowed {
+		if m.fields == FieldsAlways {
+			m.setFields(w.Header(), &d, now)
+		}
+		next.ServeHTTP(w, r)
+		return
+	}
+	h := w.Header()
+	if m.fields != FieldsOff {
+		m.setFields(h, &d, now)
+	}
+	if d.Reason == OverLimit {
+		h[fieldRetryAfter] = intValue(retryAfter(d.RetryAt, now))
+	}
+	if m.onRefuse != nil {
+		m.onRefuse(r, key, d)
+	}
+	if m.refuse != nil {
+		m.refuse(w, r, d)
+		return
+	}
+	switch d.Reason {
+	case Never:
+		plain(w, http.StatusTooManyRequests, "request cost exceeds the rate limit: it can never be admitted\n")
+	case Full:
+		plain(w, http.StatusServiceUnavailable, "rate limiter is full\n")
+	default:
+		plain(w, http.StatusTooManyRequests, "too many requests\n")
+	}
+}
+
+// retryAfter is the Retry-After value for a refusal at now: the whole seconds
+// until at, rounded up, and at least 1 so that a client never retries at
+// once (at <= now happens only when the limiter's answer raced with others).
+func retryAfter(at, now time.Time) int64 {
+	return max(seconds(at.Sub(now)), 1)
+}
+
+var (
+	textPlain = []string{"text/plain; charset=utf-8"}[:1:1]
+	nosniff   = []string{"nosniff"}[:1:1]
+)
+
+// plain writes a short plain-text response, as http.Error does, without
+// allocating.
+func plain(w http.ResponseWriter, code int, body string) {
+	h := w.Header()
+	h["Content-Type"] = textPlain
+	h["X-Content-Type-Options"] = nosniff
+	w.WriteHeader(code)
+	_, _ = io.WriteString(w, body)
+}

@@ -1,0 +1,247 @@
+package httplimit
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"net/netip"
+	"strings"
+)
+
+// ForwardHeader names the header field a ProxyResolver reads: the one the
+// trusted proxies set. Only that one is read, so that a client cannot inject
+// the other.
+type ForwardHeader uint8
+
+const (
+	// XForwardedFor reads X-Forwarded-For: a comma-separated list of
+	// addresses, each proxy appending its peer's.
+	XForwardedFor ForwardHeader = iota + 1
+	// Forwarded reads the for= parameters of RFC 7239 Forwarded.
+	Forwarded
+)
+
+// ProxyResolver finds a request's client address behind proxies the user
+// trusts. It reads the hops right to left: the peer (Request.RemoteAddr)
+// first, then the header's entries from the last to the first, and the
+// client is the first hop that is not inside a trusted prefix. A peer that is
+// not trusted is the client, whatever the header says, so without trusted
+// prefixes no header is ever believed. If every hop is trusted, the client is
+// the leftmost one (the peer itself when the header is absent).
+//
+// The hop that ends the walk must be an IP address (with or without a port;
+// IPv6 with or without brackets; a zone is dropped). If it is not (a
+// malformed entry, Forwarded's "unknown" or an obfuscated identifier), the
+// key function fails: a trusted proxy reported a peer it could not name.
+// Entries left of that hop are never read, so garbage a client puts in the
+// header cannot fail or steer the walk. All lines of the field are read, in
+// order, as one list.
+//
+// A ProxyResolver is safe for concurrent use; resolving allocates nothing.
+type ProxyResolver struct {
+	header  ForwardHeader
+	trusted []netip.Prefix
+}
+
+// NewProxyResolver returns a resolver reading header and trusting the hops
+// inside the trusted prefixes (the addresses of the user's own proxies and
+// load balancers). At least one prefix is required.
+func NewProxyResolver(header ForwardHeader, trusted ...netip.Prefix) (*ProxyResolver, error) {
+	if header != XForwardedFor && header != Forwarded {
+		return nil, fmt.Errorf("httplimit: NewProxyResolver: header must be XForwardedFor or Forwarded, got %d", header)
+	}
+	if len(trusted) == 0 {
+		return nil, errors.New("httplimit: NewProxyResolver: at least one trusted prefix is required")
+	}
+	p := &ProxyResolver{header: header}
+	for i, t := range trusted {
+		if !t.IsValid() {
+			return nil, fmt.Errorf("httplimit: NewProxyResolver: trusted prefix %d is invalid", i)
+		}
+		if t.Addr().Is4In6() && t.Bits() >= 96 {
+			t = netip.PrefixFrom(t.Addr().Unmap(), t.Bits()-96)
+		}
+		p.trusted = append(p.trusted, t.Masked())
+	}
+	return p, nil
+}
+
+// ClientIP returns the client's address for r (see the type's doc).
+func (p *ProxyResolver) ClientIP(r *http.Request) (netip.Addr, error) {
+	a, _, err := p.clientIP(r)
+	return a, err
+}
+
+func (p *ProxyResolver) trusts(a netip.Addr) bool {
+	for _, t := range p.trusted {
+		if t.Contains(a) {
+			return true
+		}
+	}
+	return false
+}
+
+// hop is one entry of the forwarding header.
+type hop struct {
+	text string // the address as written, without port and brackets
+	addr netip.Addr
+	ok   bool // text is an IP address
+}
+
+func (p *ProxyResolver) clientIP(r *http.Request) (netip.Addr, string, error) {
+	peer, text, err := peerIP(r.RemoteAddr)
+	if err != nil || !p.trusts(peer) {
+		return peer, text, err
+	}
+	name := "X-Forwarded-For"
+	if p.header == Forwarded {
+		name = "Forwarded"
+	}
+	// One pass left to right: the answer is the last hop not trusted (all
+	// hops right of it are trusted), or the first hop if all are trusted.
+	var first, last hop
+	var seen, untrusted bool
+	visit := func(h hop) {
+		if !seen {
+			first, seen = h, true
+		}
+		if !h.ok || !p.trusts(h.addr) {
+			last, untrusted = h, true
+		}
+	}
+	for _, line := range r.Header[name] {
+		if p.header == Forwarded {
+			forwardedHops(line, visit)
+		} else {
+			for line != "" {
+				var v string
+				v, line, _ = strings.Cut(line, ",")
+				visit(parseHop(v))
+			}
+		}
+	}
+	h := first
+	switch {
+	case untrusted:
+		h = last
+	case !seen:
+		return peer, text, nil
+	}
+	if !h.ok {
+		return netip.Addr{}, "", fmt.Errorf("httplimit: %s: hop %q is not an IP address", name, clip(h.text))
+	}
+	return h.addr, h.text, nil
+}
+
+// parseHop parses one hop: an IP address, with or without a port, IPv6 with
+// or without brackets, surrounded by optional whitespace.
+func parseHop(v string) hop {
+	v = strings.Trim(v, " \t")
+	h := hop{text: v}
+	s := v
+	if strings.HasPrefix(s, "[") {
+		end := strings.IndexByte(s, ']')
+		if end < 0 {
+			return h
+		}
+		if rest := s[end+1:]; rest != "" && !validPort(rest) {
+			return h
+		}
+		s = s[1:end]
+	} else if i := strings.IndexByte(s, ':'); i >= 0 && strings.IndexByte(s[i+1:], ':') < 0 {
+		// One colon: IPv4 with a port.
+		if !validPort(s[i:]) {
+			return h
+		}
+		s = s[:i]
+	}
+	a, ok := parseIP(s)
+	if !ok {
+		return h
+	}
+	return hop{text: s, addr: a, ok: true}
+}
+
+// validPort reports whether s is ":" followed by 1 to 5 digits.
+func validPort(s string) bool {
+	if len(s) < 2 || len(s) > 6 || s[0] != ':' {
+		return false
+	}
+	for i := 1; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// forwardedHops calls visit with the for= hop of each element of one line of
+// an RFC 7239 Forwarded field, in order. Elements are separated by commas and
+// pairs by semicolons, outside quoted strings; an element without for=, or a
+// malformed one, is a hop that is not an IP address.
+func forwardedHops(line string, visit func(hop)) {
+	if strings.Trim(line, " \t") == "" {
+		return
+	}
+	i := 0
+	for i <= len(line) {
+		var h hop
+		found := false
+		// One element: pairs until a comma or the end.
+		for {
+			for i < len(line) && (line[i] == ' ' || line[i] == '\t' || line[i] == ';') {
+				i++
+			}
+			start := i
+			for i < len(line) && line[i] != '=' && line[i] != ',' && line[i] != ';' {
+				i++
+			}
+			name := strings.Trim(line[start:i], " \t")
+			var value string
+			bad := false
+			if i < len(line) && line[i] == '=' {
+				i++
+				if i < len(line) && line[i] == '"' {
+					j := i + 1
+					for j < len(line) && line[j] != '"' {
+						if line[j] == '\\' {
+							bad = true // escapes never occur in an address
+							j++
+						}
+						j++
+					}
+					if j >= len(line) { // unterminated
+						value, bad, i = line[i+1:], true, len(line)
+					} else {
+						value, i = line[i+1:j], j+1
+					}
+				} else {
+					s := i
+					for i < len(line) && line[i] != ',' && line[i] != ';' {
+						i++
+					}
+					value = strings.Trim(line[s:i], " \t")
+				}
+			}
+			if strings.EqualFold(name, "for") && !found {
+				found = true
+				if bad {
+					h = hop{text: value}
+				} else {
+					h = parseHop(value)
+				}
+			}
+			for i < len(line) && line[i] != ',' && line[i] != ';' {
+				i++ // junk after a quoted string
+			}
+			if i >= len(line) || line[i] == ',' {
+				break
+			}
+		}
+		if !found {
+			h = hop{text: "(no for= parameter)"}
+		}
+		visit(h)
+		i++ // past the comma (or the end)
+	}
+}
