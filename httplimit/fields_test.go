@@ -1,0 +1,221 @@
+package httplimit_test
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/dunglas/httpsfv"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/slidelimit/slidelimit/httplimit"
+	"github.com/slidelimit/slidelimit/multi"
+	"github.com/slidelimit/slidelimit/ring"
+)
+
+var t0 = time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+
+// clock is an injected clock for the middleware.
+type clock struct{ now time.Time }
+
+func (c *clock) Now() time.Time { return c.now }
+
+var ok200 = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusOK) })
+
+// newMW builds a middleware with an injected clock starting at t0.
+func newMW(t *testing.T, l httplimit.Limiter, opts ...httplimit.Option) (http.Handler, *clock) {
+	t.Helper()
+	m, err := httplimit.New(l, opts...)
+	require.NoError(t, err)
+	c := &clock{now: t0}
+	httplimit.SetNow(m, c.Now)
+	return m.Handler(ok200), c
+}
+
+func get(h http.Handler, at *clock, offset time.Duration, header ...string) *httptest.ResponseRecorder {
+	at.now = t0.Add(offset)
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, request("192.0.2.1:1234", header...))
+	return w
+}
+
+func mustRing(t *testing.T, limit int, w time.Duration) *ring.Limiter {
+	t.Helper()
+	l, err := ring.New(limit, w)
+	require.NoError(t, err)
+	return l
+}
+
+// sfItem is one parsed list member: its String value and integer parameters.
+type sfItem struct {
+	name   string
+	params map[string]int64
+}
+
+// parseList parses a field with a real RFC 9651 parser.
+func parseList(t *testing.T, values []string) []sfItem {
+	t.Helper()
+	l, err := httpsfv.UnmarshalList(values)
+	require.NoError(t, err, "field %q", values)
+	var out []sfItem
+	for _, m := range l {
+		it, ok := m.(httpsfv.Item)
+		require.True(t, ok, "member %v is not an item", m)
+		name, ok := it.Value.(string)
+		require.True(t, ok, "item value %#v is not a String (a quoted policy name)", it.Value)
+		ps := map[string]int64{}
+		for _, k := range it.Params.Names() {
+			v, _ := it.Params.Get(k)
+			n, ok := v.(int64)
+			require.True(t, ok, "parameter %s=%#v is not an Integer", k, v)
+			ps[k] = n
+		}
+		out = append(out, sfItem{name, ps})
+	}
+	return out
+}
+
+func TestFieldsOneRule(t *testing.T) {
+	h, c := newMW(t, httplimit.Ring(mustRing(t, 3, 10*time.Second)))
+	for _, at := range []time.Duration{0, 2 * time.Second, 4 * time.Second} {
+		w := get(h, c, at)
+		require.Equal(t, 200, w.Code)
+	}
+	w := get(h, c, 4*time.Second)
+	require.Equal(t, 429, w.Code)
+	w = get(h, c, 5500*time.Millisecond)
+	require.Equal(t, 429, w.Code)
+
+	// Exact bytes.
+	assert.Equal(t, []string{`"3-per-10s";q=3;w=10`}, w.Header().Values("RateLimit-Policy"))
+	// Nothing fits until the first admission (t0) leaves the window at t0+10s:
+	// 4.5 s, rounded up. The whole quota is back when the last one (t0+4s)
+	// leaves it at t0+14s: 8.5 s, rounded up.
+	assert.Equal(t, []string{`"3-per-10s";r=0;t=9`}, w.Header().Values("RateLimit"))
+	assert.Equal(t, []string{"5"}, w.Header().Values("Retry-After"))
+	assert.Empty(t, w.Header().Values("X-RateLimit-Limit"), "legacy fields are opt-in")
+
+	// Parsed back.
+	assert.Equal(t, []sfItem{{"3-per-10s", map[string]int64{"q": 3, "w": 10}}}, parseList(t, w.Header().Values("RateLimit-Policy")))
+	assert.Equal(t, []sfItem{{"3-per-10s", map[string]int64{"r": 0, "t": 9}}}, parseList(t, w.Header().Values("RateLimit")))
+
+	// An admitted response carries them too (FieldsAlways is the default).
+	w = get(h, c, 10*time.Second)
+	require.Equal(t, 200, w.Code)
+	assert.Equal(t, []sfItem{{"3-per-10s", map[string]int64{"r": 0, "t": 10}}}, parseList(t, w.Header().Values("RateLimit")))
+	assert.Empty(t, w.Header().Values("Retry-After"))
+}
+
+func TestFieldsSeveralRules(t *testing.T) {
+	m, err := multi.New(multi.Rule{Limit: 2, Window: time.Second}, multi.Rule{Limit: 5, Window: time.Minute})
+	require.NoError(t, err)
+	h, c := newMW(t, httplimit.Multi(m), httplimit.PolicyNames("burst", "minute"))
+	require.Equal(t, 200, get(h, c, 0).Code)
+	w := get(h, c, 100*time.Millisecond)
+	require.Equal(t, 200, w.Code)
+	assert.Equal(t, []string{`"burst";q=2;w=1, "minute";q=5;w=60`}, w.Header().Values("RateLimit-Policy"))
+	assert.Equal(t, []string{`"burst";r=0;t=1, "minute";r=3;t=60`}, w.Header().Values("RateLimit"))
+
+	w = get(h, c, 200*time.Millisecond)
+	require.Equal(t, 429, w.Code)
+	assert.Equal(t, []string{"1"}, w.Header().Values("Retry-After"), "0.8 s rounded up")
+	assert.Equal(t, []sfItem{
+		{"burst", map[string]int64{"q": 2, "w": 1}},
+		{"minute", map[string]int64{"q": 5, "w": 60}},
+	}, parseList(t, w.Header().Values("RateLimit-Policy")))
+	assert.Equal(t, []sfItem{
+		{"burst", map[string]int64{"r": 0, "t": 1}},
+		{"minute", map[string]int64{"r": 3, "t": 60}},
+	}, parseList(t, w.Header().Values("RateLimit")))
+}
+
+// A window under a second is announced as w=1 with the same q: a client
+// that sends at most q per second is never refused.
+func TestFieldsSubSecondWindow(t *testing.T) {
+	h, c := newMW(t, httplimit.Ring(mustRing(t, 5, 250*time.Millisecond)))
+	w := get(h, c, 0)
+	assert.Equal(t, []string{`"5-per-250ms";q=5;w=1`}, w.Header().Values("RateLimit-Policy"))
+	assert.Equal(t, []string{`"5-per-250ms";r=4;t=1`}, w.Header().Values("RateLimit"))
+	for range 4 {
+		get(h, c, 0)
+	}
+	w = get(h, c, 0)
+	require.Equal(t, 429, w.Code)
+	assert.Equal(t, []string{"1"}, w.Header().Values("Retry-After"), "250 ms rounded up")
+}
+
+func TestFieldsModes(t *testing.T) {
+	for _, tt := range []struct {
+		mode             httplimit.Fields
+		onAdmit, onRefus bool
+	}{
+		{httplimit.FieldsAlways, true, true},
+		{httplimit.FieldsOnRefusal, false, true},
+		{httplimit.FieldsOff, false, false},
+	} {
+		h, c := newMW(t, httplimit.Ring(mustRing(t, 1, time.Second)), httplimit.SendFields(tt.mode))
+		w := get(h, c, 0)
+		require.Equal(t, 200, w.Code)
+		assert.Equal(t, tt.onAdmit, w.Header().Get("RateLimit") != "", "mode %d admitted", tt.mode)
+		assert.Equal(t, tt.onAdmit, w.Header().Get("RateLimit-Policy") != "", "mode %d admitted", tt.mode)
+		w = get(h, c, 0)
+		require.Equal(t, 429, w.Code)
+		assert.Equal(t, tt.onRefus, w.Header().Get("RateLimit") != "", "mode %d refused", tt.mode)
+		assert.Equal(t, "1", w.Header().Get("Retry-After"), "Retry-After is sent in every mode")
+	}
+}
+
+func TestFieldsLegacy(t *testing.T) {
+	m, err := multi.New(multi.Rule{Limit: 2, Window: time.Second}, multi.Rule{Limit: 5, Window: time.Minute})
+	require.NoError(t, err)
+	h, c := newMW(t, httplimit.Multi(m), httplimit.Legacy(httplimit.ResetSeconds))
+	w := get(h, c, 0)
+	// burst has 1 left, minute 4: the legacy fields describe burst.
+	assert.Equal(t, "2", w.Header().Get("X-RateLimit-Limit"))
+	assert.Equal(t, "1", w.Header().Get("X-RateLimit-Remaining"))
+	assert.Equal(t, "1", w.Header().Get("X-RateLimit-Reset"))
+
+	m2, err := multi.New(multi.Rule{Limit: 2, Window: time.Second}, multi.Rule{Limit: 5, Window: time.Minute})
+	require.NoError(t, err)
+	h, c = newMW(t, httplimit.Multi(m2), httplimit.Legacy(httplimit.ResetUnix))
+	w = get(h, c, 300*time.Millisecond)
+	assert.Equal(t, strconv.FormatInt(t0.Add(2*time.Second).Unix(), 10), w.Header().Get("X-RateLimit-Reset"),
+		"reset at t0+1.3s, rounded up to a whole second")
+}
+
+func TestNewRejects(t *testing.T) {
+	r := httplimit.Ring(mustRing(t, 1, time.Second))
+	for _, tt := range []struct {
+		name string
+		l    httplimit.Limiter
+		opts []httplimit.Option
+		want string
+	}{
+		{"nil limiter", nil, nil, "limiter is nil"},
+		{"nil ring", httplimit.Ring(nil), nil, "no rules"},
+		{"nil multi", httplimit.Multi(nil), nil, "no rules"},
+		{"nil keyed", httplimit.Keyed[*ring.Limiter](nil, httplimit.Rule{Limit: 1, Window: 1}), nil, "no rules"},
+		{"too many rules", fixed{rules: make([]httplimit.Rule, 9)}, nil, "9 rules"},
+		{"bad rule", fixed{rules: []httplimit.Rule{{Limit: 0, Window: time.Second}}}, nil, "rule 0"},
+		{"names count", r, []httplimit.Option{httplimit.PolicyNames("a", "b")}, "2 names for 1 rules"},
+		{"name with quote", r, []httplimit.Option{httplimit.PolicyNames(`a"b`)}, "printable"},
+		{"empty name", r, []httplimit.Option{httplimit.PolicyNames("")}, "printable"},
+		{"nil key", r, []httplimit.Option{httplimit.Key(nil)}, "key function is nil"},
+		{"bad fields", r, []httplimit.Option{httplimit.SendFields(9)}, "SendFields"},
+		{"bad legacy", r, []httplimit.Option{httplimit.Legacy(9)}, "Legacy"},
+		{"bad failure", r, []httplimit.Option{httplimit.OnLimiterError(9, nil)}, "OnLimiterError"},
+	} {
+		m, err := httplimit.New(tt.l, tt.opts...)
+		assert.Nil(t, m, tt.name)
+		assert.ErrorContains(t, err, tt.want, tt.name)
+	}
+	m2, err := multi.New(multi.Rule{Limit: 1, Window: time.Second})
+	require.NoError(t, err)
+	_, err = httplimit.New(r, httplimit.PolicyNames("x"), nil) // a nil option is skipped
+	require.NoError(t, err)
+	_, err = httplimit.New(httplimit.Multi(m2), httplimit.PolicyNames("x"))
+	require.NoError(t, err)
+}

@@ -1,0 +1,260 @@
+package httplimit_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/slidelimit/slidelimit/httplimit"
+	"github.com/slidelimit/slidelimit/keyed"
+	"github.com/slidelimit/slidelimit/ring"
+)
+
+// fixed is a Limiter that returns a fixed answer: a limiter on a store that
+// fails, or any decision a test needs.
+type fixed struct {
+	rules []httplimit.Rule
+	d     httplimit.Decision
+	err   error
+	calls *int
+}
+
+func (f fixed) Rules() []httplimit.Rule { return f.rules }
+
+func (f fixed) Decide(context.Context, string, time.Time, int) (httplimit.Decision, error) {
+	if f.calls != nil {
+		*f.calls++
+	}
+	return f.d, f.err
+}
+
+var oneRule = []httplimit.Rule{{Limit: 10, Window: time.Second}}
+
+func TestFailurePolicy(t *testing.T) {
+	storeDown := errors.New("store unreachable")
+	l := fixed{rules: oneRule, err: storeDown}
+
+	h, c := newMW(t, l) // the default: fail closed
+	w := get(h, c, 0)
+	assert.Equal(t, 503, w.Code)
+	assert.Equal(t, "rate limiter unavailable\n", w.Body.String())
+
+	for _, tt := range []struct {
+		policy   httplimit.Failure
+		wantCode int
+	}{
+		{httplimit.FailClosed, 503},
+		{httplimit.FailOpen, 200},
+	} {
+		var seen []error
+		h, c := newMW(t, l, httplimit.OnLimiterError(tt.policy, func(r *http.Request, err error) { seen = append(seen, err) }))
+		w := get(h, c, 0)
+		assert.Equal(t, tt.wantCode, w.Code, "policy %d", tt.policy)
+		assert.Empty(t, w.Header().Get("RateLimit"), "policy %d: no fields for an undecided request", tt.policy)
+		assert.Empty(t, w.Header().Get("Retry-After"), "policy %d", tt.policy)
+		assert.Equal(t, []error{storeDown}, seen, "policy %d", tt.policy)
+	}
+}
+
+// A keyed limiter whose factory fails is a limiter failure, not a refusal
+// with a bogus Retry-After.
+func TestFactoryFailure(t *testing.T) {
+	boom := errors.New("factory down")
+	failing := false // keyed.New tries the factory: fail only after
+	k, err := keyed.New[string](func() (*ring.Limiter, error) {
+		if failing {
+			return nil, boom
+		}
+		return ring.New(5, time.Second)
+	})
+	require.NoError(t, err)
+	failing = true
+	var seen error
+	h, c := newMW(t, httplimit.Keyed(k, httplimit.Rule{Limit: 5, Window: time.Second}),
+		httplimit.OnLimiterError(httplimit.FailClosed, func(r *http.Request, err error) { seen = err }))
+	w := get(h, c, 0)
+	assert.Equal(t, 503, w.Code)
+	assert.Empty(t, w.Header().Get("Retry-After"))
+	assert.ErrorIs(t, seen, boom)
+}
+
+func TestKeyError(t *testing.T) {
+	calls := 0
+	l := fixed{rules: oneRule, d: httplimit.Decision{Allowed: true}, calls: &calls}
+	h, c := newMW(t, l, httplimit.Key(httplimit.HeaderKey("X-Api-Key")))
+	w := get(h, c, 0)
+	assert.Equal(t, 500, w.Code)
+	assert.Zero(t, calls, "the limiter is not asked without a key")
+
+	h, c = newMW(t, l, httplimit.Key(httplimit.HeaderKey("X-Api-Key")),
+		httplimit.KeyErrorHandler(func(w http.ResponseWriter, r *http.Request, err error) {
+			assert.ErrorIs(t, err, httplimit.ErrNoKey)
+			http.Error(w, "API key required", http.StatusUnauthorized)
+		}))
+	w = get(h, c, 0)
+	assert.Equal(t, 401, w.Code)
+	assert.Equal(t, "API key required\n", w.Body.String())
+	w = get(h, c, 0, "X-Api-Key", "k1")
+	assert.Equal(t, 200, w.Code)
+	assert.Equal(t, 1, calls)
+}
+
+func TestExempt(t *testing.T) {
+	l := mustRing(t, 1, time.Hour)
+	h, c := newMW(t, httplimit.Ring(l), httplimit.Exempt(func(r *http.Request) bool {
+		return r.Header.Get("X-Health") != ""
+	}))
+	for range 3 {
+		w := get(h, c, 0, "X-Health", "1")
+		assert.Equal(t, 200, w.Code)
+		assert.Empty(t, w.Header().Get("RateLimit"))
+	}
+	assert.Equal(t, 1, l.TokensAt(t0), "exempt requests count nothing")
+	assert.Equal(t, 200, get(h, c, 0).Code)
+	assert.Equal(t, 429, get(h, c, 0).Code)
+}
+
+func TestCost(t *testing.T) {
+	l := mustRing(t, 10, time.Hour)
+	cost := 0
+	h, c := newMW(t, httplimit.Ring(l), httplimit.Cost(func(*http.Request) int { return cost }))
+
+	w := get(h, c, 0)
+	assert.Equal(t, 200, w.Code, "cost 0 passes")
+	assert.Equal(t, 10, l.TokensAt(t0), "cost 0 counts nothing")
+
+	for _, never := range []int{11, -1} {
+		cost = never
+		w = get(h, c, 0)
+		assert.Equal(t, 429, w.Code, "cost %d", never)
+		assert.Empty(t, w.Header().Get("Retry-After"), "cost %d can never fit: no Retry-After", never)
+		assert.Contains(t, w.Body.String(), "can never be admitted", "cost %d", never)
+		assert.Equal(t, 10, l.TokensAt(t0), "cost %d counts nothing", never)
+	}
+
+	cost = 7
+	assert.Equal(t, 200, get(h, c, 0).Code)
+	w = get(h, c, time.Minute)
+	assert.Equal(t, 429, w.Code)
+	assert.Equal(t, "3540", w.Header().Get("Retry-After"), "7 fit again when the first 7 leave the window")
+	assert.Equal(t, `"10-per-1h0m0s";r=3;t=3540`, w.Header().Get("RateLimit"))
+}
+
+func TestFullIsRefused(t *testing.T) {
+	k, err := keyed.New[string](func() (*ring.Limiter, error) { return ring.New(5, time.Hour) }, keyed.MaxKeys(1))
+	require.NoError(t, err)
+	var refusals []httplimit.Reason
+	h, c := newMW(t, httplimit.Keyed(k, httplimit.Rule{Limit: 5, Window: time.Hour}),
+		httplimit.Key(httplimit.HeaderKey("X-Api-Key")),
+		httplimit.OnRefusal(func(r *http.Request, key string, d httplimit.Decision) {
+			refusals = append(refusals, d.Reason)
+		}))
+	assert.Equal(t, 200, get(h, c, 0, "X-Api-Key", "a").Code)
+	w := get(h, c, 0, "X-Api-Key", "b")
+	assert.Equal(t, 503, w.Code)
+	assert.Empty(t, w.Header().Get("Retry-After"), "when room appears is not known")
+	assert.Equal(t, `"5-per-1h0m0s";r=0;t=0`, w.Header().Get("RateLimit"))
+	assert.Equal(t, []httplimit.Reason{httplimit.Full}, refusals)
+}
+
+func TestRefusalHooks(t *testing.T) {
+	type refusal struct {
+		key    string
+		reason httplimit.Reason
+	}
+	var got []refusal
+	h, c := newMW(t, httplimit.Ring(mustRing(t, 1, time.Second)),
+		httplimit.OnRefusal(func(r *http.Request, key string, d httplimit.Decision) {
+			got = append(got, refusal{key, d.Reason})
+		}),
+		httplimit.RefusalHandler(func(w http.ResponseWriter, r *http.Request, d httplimit.Decision) {
+			assert.Equal(t, "1", w.Header().Get("Retry-After"), "set before the handler runs")
+			assert.NotEmpty(t, w.Header().Get("RateLimit"), "set before the handler runs")
+			w.Header().Set("Content-Type", "application/problem+json")
+			w.WriteHeader(http.StatusTooManyRequests)
+			_, _ = w.Write([]byte(`{"title":"slow down"}`))
+		}))
+	assert.Equal(t, 200, get(h, c, 0).Code)
+	w := get(h, c, 0)
+	assert.Equal(t, 429, w.Code)
+	assert.Equal(t, "application/problem+json", w.Header().Get("Content-Type"))
+	assert.Equal(t, `{"title":"slow down"}`, w.Body.String())
+	assert.Equal(t, []refusal{{"192.0.2.1", httplimit.OverLimit}}, got)
+}
+
+func TestDefaultRefusalBody(t *testing.T) {
+	h, c := newMW(t, httplimit.Ring(mustRing(t, 1, time.Second)))
+	get(h, c, 0)
+	w := get(h, c, 0)
+	assert.Equal(t, 429, w.Code)
+	assert.Equal(t, "too many requests\n", w.Body.String())
+	assert.Equal(t, "text/plain; charset=utf-8", w.Header().Get("Content-Type"))
+}
+
+// A refusal whose RetryAt is not after now (a race in the limiter) still
+// tells the client to wait one second rather than retry at once; a RetryAt
+// far ahead is sent in full.
+func TestRetryAfterBounds(t *testing.T) {
+	for _, tt := range []struct {
+		retryAt time.Time
+		want    string
+	}{
+		{t0, "1"},
+		{t0.Add(-time.Hour), "1"},
+		{t0.Add(time.Nanosecond), "1"},
+		{t0.Add(time.Second), "1"},
+		{t0.Add(time.Second + 1), "2"},
+		{t0.Add(1000 * time.Hour), "3600000"},
+	} {
+		d := httplimit.Decision{Reason: httplimit.OverLimit, RetryAt: tt.retryAt, NumQuota: 1}
+		h, c := newMW(t, fixed{rules: oneRule, d: d})
+		w := get(h, c, 0)
+		assert.Equal(t, 429, w.Code)
+		assert.Equal(t, tt.want, w.Header().Get("Retry-After"), "RetryAt %v", tt.retryAt.Sub(t0))
+	}
+}
+
+// reusable is a ResponseWriter that allocates nothing per request.
+type reusable struct {
+	h    http.Header
+	code int
+}
+
+func (w *reusable) Header() http.Header         { return w.h }
+func (w *reusable) Write(b []byte) (int, error) { return len(b), nil }
+func (w *reusable) WriteHeader(code int)        { w.code = code }
+
+// WriteString is what net/http's ResponseWriter offers too.
+func (w *reusable) WriteString(s string) (int, error) { return len(s), nil }
+
+func TestAllocations(t *testing.T) {
+	k, err := keyed.New[string](func() (*ring.Limiter, error) { return ring.New(1_000_000, time.Hour) })
+	require.NoError(t, err)
+	for _, tt := range []struct {
+		name   string
+		l      httplimit.Limiter
+		fields httplimit.Fields
+		max    float64
+	}{
+		{"ring, fields off", httplimit.Ring(mustRing(t, 1_000_000, time.Hour)), httplimit.FieldsOff, 0},
+		{"ring, fields on", httplimit.Ring(mustRing(t, 1_000_000, time.Hour)), httplimit.FieldsAlways, 2},
+		{"keyed, fields off", httplimit.Keyed(k, httplimit.Rule{Limit: 1_000_000, Window: time.Hour}), httplimit.FieldsOff, 0},
+		// Retry-After values under 128 s allocate nothing.
+		{"refusals, fields off", httplimit.Ring(mustRing(t, 1, time.Minute)), httplimit.FieldsOff, 0},
+		{"refusals, fields on", httplimit.Ring(mustRing(t, 1, time.Minute)), httplimit.FieldsAlways, 2},
+	} {
+		m, err := httplimit.New(tt.l, httplimit.SendFields(tt.fields))
+		require.NoError(t, err)
+		h := m.Handler(ok200)
+		r := request("192.0.2.1:1234")
+		w := &reusable{h: http.Header{}}
+		h.ServeHTTP(w, r)
+		allocs := testing.AllocsPerRun(200, func() { h.ServeHTTP(w, r) })
+		assert.LessOrEqual(t, allocs, tt.max, tt.name)
+	}
+}
