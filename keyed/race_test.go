@@ -132,7 +132,7 @@ func TestConcurrentPhases(t *testing.T) {
 func hooked(t *testing.T, w time.Duration, setup func(*naive)) (*keyed.Limiter[string, *naive], *atomic.Int64) {
 	t.Helper()
 	var made atomic.Int64
-	made.Store(-1) // New's own call
+	made.Store(-2) // New's own two calls
 	k, err := keyed.New[string](func() (*naive, error) {
 		made.Add(1)
 		l := newNaive(2, w)

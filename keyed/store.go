@@ -4,10 +4,11 @@ package keyed
 // map (xsync v4, sync.Map, a sharded map) changes this file and nothing else.
 // The rest of the package relies on these properties of the map:
 //   - load is lock-free and allocates nothing;
-//   - loadOrTryCompute and compute run their function under a lock that
-//     serializes them with every other loadOrTryCompute and compute on the
-//     same key, so a key is created at most once and a value is replaced or
-//     removed only by the function that saw it;
+//   - loadOrStore and deleteIf take a lock that serializes them with every
+//     other loadOrStore and deleteIf on the same key, so a key is stored at
+//     most once and a value is removed only by the function that saw it;
+//     deleteIf runs its function under that lock, so the package passes it
+//     no user code;
 //   - rangeAll holds no lock while it calls f, so f may call any method.
 
 import "github.com/puzpuzpuz/xsync/v3"
@@ -24,11 +25,10 @@ func newStore[K comparable, V comparable]() store[K, V] {
 // load returns the value for key, if any.
 func (s store[K, V]) load(key K) (V, bool) { return s.m.Load(key) }
 
-// loadOrTryCompute returns the value for key if present (loaded is true).
-// Otherwise it calls create under the key's lock and stores its value unless
-// create cancels, in which case it returns the zero V.
-func (s store[K, V]) loadOrTryCompute(key K, create func() (v V, cancel bool)) (v V, loaded bool) {
-	return s.m.LoadOrTryCompute(key, create)
+// loadOrStore returns the value for key and true if present; otherwise it
+// stores v and returns v and false.
+func (s store[K, V]) loadOrStore(key K, v V) (actual V, loaded bool) {
+	return s.m.LoadOrStore(key, v)
 }
 
 // deleteIf calls remove with key's value, if key is present, under the key's

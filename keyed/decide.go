@@ -1,0 +1,187 @@
+package keyed
+
+import (
+	"runtime"
+	"time"
+)
+
+// Allow is shorthand for AllowN(key, time.Now(), 1).
+func (k *Limiter[K, L]) Allow(key K) bool {
+	return k.AllowN(key, time.Now(), 1)
+}
+
+// AllowN reports whether n events may happen for key at now, and records
+// them if so; it is the key's limiter's AllowN(now, n). An absent key is
+// created first, unless n == 0 (then AllowN returns true and creates
+// nothing). AllowN returns false, creating nothing, when n < 0, n is above
+// what a new limiter admits, key is not equal to itself, the Limiter is full
+// (see the package documentation), or the key's limiter cannot be created;
+// Decide says which. A now earlier than the latest sweep's instant is
+// replaced by that instant.
+//
+// AllowN allocates nothing for a key that is present. If a sweep evicts the
+// key while AllowN decides, AllowN decides again on the key's new limiter,
+// and that decision is the one returned: an admission is never lost with an
+// evicted limiter. (One corner: if the first decision admitted at an instant
+// so early that its admission no longer counted at the sweep's instant, the
+// sweep may evict the limiter with that admission in it, and calls at such
+// early instants racing with the same sweep may have seen it; it can only
+// have made them refuse, never admit more.)
+func (k *Limiter[K, L]) AllowN(key K, now time.Time, n int) bool {
+	ok, _ := k.allowN(key, now, n)
+	return ok
+}
+
+// Decide is AllowN, and also says why a refusal was not the key's own limit:
+// admitted is AllowN(key, now, n), and err is nil when n was admitted or
+// refused by the key's limiter. Otherwise nothing was admitted and err wraps
+// ErrBadKey (key is not equal to itself), ErrNeverReady (n < 0, or n above
+// what a new limiter admits), ErrFull (the key is absent and no room could be
+// made for it), or the error of the function given to New (the key's limiter
+// could not be created; a nil limiter is an error too). In every one of those
+// cases no key is created. Decide allocates nothing for a key that is
+// present, nor when it refuses with ErrBadKey, ErrNeverReady or ErrFull.
+func (k *Limiter[K, L]) Decide(key K, now time.Time, n int) (admitted bool, err error) {
+	return k.allowN(key, now, n)
+}
+
+// allowN is Decide.
+//
+// Why a decision on an evicted limiter is never lost: the sweep stores
+// sweeping into e.state and then reads the limiter (IdleAt); a decision
+// writes the limiter (AllowN) and then reads e.state. Both pairs are
+// sequentially consistent atomics (or, for a limiter with a mutex, ordered
+// by it), so at least one side sees the other's write. If the decision reads
+// live, the sweep's IdleAt saw the admission and keeps the key, or evicts it
+// only because the admission no longer counts at the sweep's instant. If it
+// reads sweeping, it waits for the verdict; if it reads dead (at once or
+// after waiting), the limiter has left the map and the decision is redone on
+// the key's new one. The floor is read after the lookup: a key created after
+// a sweep removed it is created after that sweep stored its floor, so the
+// call cannot decide at an instant before the sweep's on the new limiter.
+func (k *Limiter[K, L]) allowN(key K, now time.Time, n int) (bool, error) {
+	k.mustBeMade()
+	if !k.validKey(key) {
+		return false, ErrBadKey
+	}
+	if n <= 0 || n > k.maxN {
+		if n == 0 {
+			return true, nil
+		}
+		return false, errNeverReady
+	}
+	for {
+		e, ok := k.keys.load(key)
+		if !ok {
+			var err error
+			if e, err = k.create(key, now); err != nil {
+				return false, err
+			}
+		}
+		allowed := e.lim.AllowN(k.clamp(now), n)
+		if e.state.Load() == live || e.settle() {
+			return allowed, nil
+		}
+	}
+}
+
+// settle waits while a sweep decides about e, and reports whether e stayed
+// live. A sweep holds the sweeping state only for one IdleAt call (and gives
+// it back if IdleAt panics).
+func (e *entry[L]) settle() bool {
+	for {
+		switch e.state.Load() {
+		case live:
+			return true
+		case dead:
+			return false
+		}
+		runtime.Gosched()
+	}
+}
+
+// clamp returns now, or the latest sweep's instant if that is later.
+func (k *Limiter[K, L]) clamp(now time.Time) time.Time {
+	if f := k.floor.Load(); f != nil && now.Before(*f) {
+		return *f
+	}
+	return now
+}
+
+// TokensAt returns the largest n that AllowN(key, now, n) would admit: the
+// key's limiter's TokensAt, or a new limiter's for an absent key. It returns
+// 0 when a call would be refused without asking a limiter: for a key not
+// equal to itself, and for an absent key when the Limiter is full or the
+// latest attempt to create a key failed. It records nothing and creates no
+// key.
+func (k *Limiter[K, L]) TokensAt(key K, now time.Time) int {
+	k.mustBeMade()
+	if !k.validKey(key) {
+		return 0
+	}
+	for {
+		e, ok := k.keys.load(key)
+		t := k.clamp(now)
+		if !ok {
+			if k.full() || k.failed.Load() {
+				return 0
+			}
+			return k.fresh.TokensAt(t)
+		}
+		tokens := e.lim.TokensAt(t)
+		if e.state.Load() != dead {
+			return tokens
+		}
+	}
+}
+
+// ReadyAt returns the earliest instant, not before now, at which
+// AllowN(key, at, n) would admit n if nothing else were admitted for key
+// meanwhile, and true; or false if n can never be admitted. It is the key's
+// limiter's ReadyAt, or a new limiter's for an absent key. It returns now and
+// true for n == 0. It returns false when a call would be refused without
+// asking a limiter: for a key not equal to itself, n < 0 or n above what a
+// new limiter admits, and for an absent key when the Limiter is full or the
+// latest attempt to create a key failed (when room will appear, or the
+// creation will succeed, is not known). It records nothing and creates no
+// key.
+func (k *Limiter[K, L]) ReadyAt(key K, now time.Time, n int) (at time.Time, ok bool) {
+	k.mustBeMade()
+	if !k.validKey(key) {
+		return time.Time{}, false
+	}
+	if n <= 0 || n > k.maxN {
+		if n == 0 {
+			return now, true
+		}
+		return time.Time{}, false
+	}
+	for {
+		e, present := k.keys.load(key)
+		t := k.clamp(now)
+		if !present {
+			if k.full() || k.failed.Load() {
+				return time.Time{}, false
+			}
+			at, ready := k.fresh.ReadyAt(t, n)
+			return readyAt(now, t, at, ready)
+		}
+		at, ready := e.lim.ReadyAt(t, n)
+		if e.state.Load() != dead {
+			return readyAt(now, t, at, ready)
+		}
+	}
+}
+
+// readyAt maps a limiter's answer for the clamped instant t back to the
+// caller's now: if n fits at t, AllowN(key, now, n) admits it (deciding at t),
+// so the answer is now, as a limiter answers for a now it clamps itself.
+func readyAt(now, t, at time.Time, ready bool) (time.Time, bool) {
+	if ready && !at.After(t) {
+		return now, true
+	}
+	return at, ready
+}
+
+// full reports whether no slot is free for a new key.
+func (k *Limiter[K, L]) full() bool { return k.n.Load() >= k.maxKeys }

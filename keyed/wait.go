@@ -1,0 +1,94 @@
+package keyed
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/slidelimit/slidelimit/internal/clock"
+)
+
+// Wait is shorthand for WaitN(ctx, key, 1).
+func (k *Limiter[K, L]) Wait(ctx context.Context, key K) error {
+	return k.WaitN(ctx, key, 1)
+}
+
+// WaitN blocks until AllowN(key, time.Now(), n) admits n, and returns nil;
+// or returns ctx's error if ctx ends first (at once, admitting nothing and
+// creating no key, if ctx is already done). It fails at once, admitting
+// nothing, with an error that wraps ErrDeadline if ctx's deadline falls
+// before the instant n could be admitted, or what Decide would report
+// (ErrBadKey, ErrNeverReady, ErrFull, or the error of the function given to
+// New). If the key's limiter says n fits now but refuses it again and again
+// (another caller takes the room each time, or a limiter whose ReadyAt
+// contradicts its AllowN), WaitN polls with a growing pause of at most a
+// millisecond rather than spinning.
+func (k *Limiter[K, L]) WaitN(ctx context.Context, key K, n int) error {
+	k.mustBeMade()
+	if !k.validKey(key) {
+		return &waitError{n: n, err: ErrBadKey}
+	}
+	w := waiter[K, L]{k: k, key: key}
+	err := clock.Wait(ctx, "keyed", &w, n)
+	if w.err != nil && errors.Is(err, ErrNeverReady) {
+		return &waitError{n: n, err: w.err}
+	}
+	return err
+}
+
+// waitError is the error WaitN returns when Decide refused with an error:
+// "keyed: WaitN(n=...): " and Decide's error, which it wraps.
+type waitError struct {
+	n   int
+	err error
+}
+
+func (e *waitError) Error() string {
+	return "keyed: WaitN(n=" + strconv.Itoa(e.n) + "): " + strings.TrimPrefix(e.err.Error(), "keyed: ")
+}
+
+func (e *waitError) Unwrap() error { return e.err }
+
+// maxPoll is the longest pause between two tries when the key's limiter keeps
+// answering that n fits now while refusing it.
+const maxPoll = time.Millisecond
+
+// waiter adapts one key of a Limiter to clock.Wait. When Decide refuses with
+// an error it remembers it and reports the key as never ready, so that Wait
+// stops instead of spinning.
+type waiter[K comparable, L PerKey] struct {
+	k   *Limiter[K, L]
+	key K
+	err error
+	// soon counts the consecutive rounds in which the limiter refused n but
+	// said it fits now.
+	soon int
+}
+
+func (w *waiter[K, L]) AllowN(now time.Time, n int) bool {
+	ok, err := w.k.allowN(w.key, now, n)
+	if err != nil {
+		w.err = err
+	}
+	return ok
+}
+
+func (w *waiter[K, L]) ReadyAt(now time.Time, n int) (time.Time, bool) {
+	if w.err != nil {
+		return time.Time{}, false
+	}
+	at, ok := w.k.ReadyAt(w.key, now, n)
+	if !ok || at.After(now) {
+		w.soon = 0
+		return at, ok
+	}
+	// Refused, yet "fits now": try again at once the first time, then
+	// pause 1 µs, 2 µs, ... up to maxPoll.
+	w.soon++
+	if w.soon == 1 {
+		return at, ok
+	}
+	return now.Add(min(time.Microsecond<<min(w.soon-2, 20), maxPoll)), true
+}
