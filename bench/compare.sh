@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
 # compare.sh: slidelimit against the Go rate limiters people use today, on
-# accuracy (replayed on simulated time) and speed, on this machine.
+# accuracy (replayed on simulated time), speed, tail latency and memory, on
+# this machine.
 #
-#   ./compare.sh          representative subset, a few minutes on 2 cores
-#                         (make compare)
-#   ./compare.sh -full    every benchmark with -count 10, benchstat tables
+#   ./compare.sh           representative subset, about three minutes on
+#                          2 cores (make compare)
+#   ./compare.sh -full     every benchmark with -count 10, benchstat tables
+#   ./compare.sh -publish  copy the plots of the last full run to docs/img/
+#                          (the only step that writes outside bench/out/)
 #
-# Results go to out/<mode>/ (raw go test output, benchstat tables, report.md)
-# and the plots to ../docs/img/. docs/benchmarks.md describes the protocol.
+# A run writes everything under bench/out/<mode>/: the raw go test output,
+# benchstat tables, report.md (the full report) and the plots in img/.
+# docs/benchmarks.md describes the protocol.
 #
 # Benchmark runs hold the lock file $BENCH_LOCK (default
 # /tmp/slidelimit-bench.lock) so that two runs on one machine do not measure
@@ -19,15 +23,33 @@ mode=quick
 case "${1:-}" in
 "") ;;
 -full) mode=full ;;
-*) echo "usage: $0 [-full]" >&2; exit 2 ;;
+-publish)
+	src=out/full/img
+	if ! ls "$src"/*.png >/dev/null 2>&1; then
+		echo "compare.sh -publish: no plots in bench/$src: run ./compare.sh -full first" >&2
+		exit 1
+	fi
+	mkdir -p ../docs/img
+	cp "$src"/*.png ../docs/img/
+	echo "copied bench/$src/*.png to docs/img/ (commit them with docs/benchmarks.md)" >&2
+	exit 0
+	;;
+*) echo "usage: $0 [-full | -publish]" >&2; exit 2 ;;
 esac
 
 if [[ $mode == full ]]; then
-	count=10 benchtime=200ms keyed_counts='^keys=(1|1000|100000)$' big_stores='.*'
+	count=10 benchtime=200ms cpus=1,2
+	keyed_small='^keys=(1|1000|100000)$/^order=(random|zipf|seq)$/^path=(mixed|deny)$'
+	big_stores='.*' big_orders='random|zipf'
+	lat_flags=()
 else
-	# The subset: keyed at 1k and 100k keys; at 1M keys only ours and the
-	# target's peer (sethvargo) are timed, every store is still weighed.
-	count=3 benchtime=100ms keyed_counts='^keys=(1000|100000)$' big_stores='^(keyed-.*|sethvargo)$'
+	# The subset: keyed at 100k keys in random and Zipf order; at 1M keys
+	# only ours and the target's peer (sethvargo) are timed, every store is
+	# still weighed; the latency harness without the keyed stores.
+	count=3 benchtime=100ms cpus=2
+	keyed_small='^keys=100000$/^order=(random|zipf)$/^path=mixed$'
+	big_stores='^(keyed-.*|sethvargo)$' big_orders='random'
+	lat_flags=(-g 2 -runs 1 -calls 262144 -nokeyed)
 fi
 BENCHSTAT=golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9c6c9d4da
 lock=${BENCH_LOCK-/tmp/slidelimit-bench.lock}
@@ -36,52 +58,56 @@ locked() {
 }
 
 out=out/$mode
-img=../docs/img
+img=$out/img
 mkdir -p "$out" "$img"
 bench=$out/bench.txt
 : >"$bench"
 start=$SECONDS
 step() { printf '== [%3ds] %s\n' $((SECONDS - start)) "$*" >&2; }
 
-step "machine"
+step "machine (results are in bench/$out/)"
 {
 	go version
 	lscpu | grep -E '^(Model name|CPU\(s\)|Thread|Core|Socket|L1d|L2|L3)' || true
 	git -C .. log -1 --format='commit %H %cd' 2>/dev/null || true
+	echo "load before: $(uptime)"
 } | tee "$out/machine.txt" >&2
 
-step "build"
+step "build: compiling the harness and the peers (a first run also downloads their modules: a minute or more)"
 go test -c -o "$out/bench.test" .
 go build -o "$out/memkey" ./cmd/memkey
 go build -o "$out/report" ./cmd/report
+go build -o "$out/latency" ./cmd/latency
 
-step "accuracy: every workload through every limiter that takes an instant"
+step "accuracy: every workload replayed through every limiter that takes an instant (a few seconds)"
 BENCH_ACCURACY_OUT=$PWD/$out/accuracy.json go test -count=1 -run '^TestAccuracy$' ./accuracy/ >&2
 
 b() { locked "$out/bench.test" -test.run '^$' -test.benchmem -test.count "$count" -test.benchtime "$benchtime" "$@" | tee -a "$bench" | grep -E '^Benchmark' >&2 || true; }
 
-step "one limiter, one goroutine (-cpu 1)"
+step "speed: one limiter, one goroutine (-cpu 1)"
 b -test.bench '^BenchmarkOne$/^mode=serial$' -test.cpu 1
-step "one limiter, shared by every P (-cpu 2,8)"
+step "speed: one limiter, shared by every P (-cpu 2,8)"
 b -test.bench '^BenchmarkOne$/^mode=parallel$' -test.cpu 2,8
-step "keyed stores (-cpu 2)"
-BENCH_FULL=1 b -test.bench "^BenchmarkKeyed\$/$keyed_counts" -test.cpu 2
-step "keyed stores at 1M keys, one process per store (-cpu 2)"
+step "speed: keyed stores, keys in random and Zipf order (-cpu $cpus; building 100k-key fixtures takes a few seconds)"
+BENCH_FULL=1 b -test.bench "^BenchmarkKeyed\$/$keyed_small" -test.cpu "$cpus"
+step "speed: keyed stores at 1M keys, one process per store (-cpu $cpus; each fills 1M keys first)"
 for s in $("$out/memkey" -list | grep -E "$big_stores"); do
-	for p in mixed deny; do
-		BENCH_FULL=1 b -test.bench "^BenchmarkKeyed\$/^keys=1000000\$/^path=$p\$/^impl=$s\$" -test.cpu 2
-	done
+	BENCH_FULL=1 b -test.bench "^BenchmarkKeyed\$/^keys=1000000\$/^order=($big_orders)\$/^path=mixed\$/^impl=$s\$" -test.cpu "$cpus"
 done
 
-step "memory per key at 1M keys, one process per store"
+step "tail latency: one shared limiter, quiet and beside 2 busy goroutines it starts and stops"
+locked "$out/latency" "${lat_flags[@]}" -json "$out/latency.json" -img "$img" >"$out/latency.md"
+
+step "memory per key at 1M keys, one process per store (each fills 1M keys)"
 mem=$out/mem.txt
 : >"$mem"
 for s in $("$out/memkey" -list); do
 	locked "$out/memkey" -store "$s" -keys 1000000 | tee -a "$mem" >&2
 done
 locked "$out/memkey" -ring | tee -a "$mem" >&2
+echo "load after: $(uptime)" >>"$out/machine.txt"
 
-step "benchstat"
+step "benchstat (a first run compiles it)"
 bs() { go run "$BENCHSTAT" "$@" "$bench"; }
 {
 	echo "### One goroutine, against the floor (clock read + CAS)"
@@ -93,10 +119,14 @@ bs() { go run "$BENCHSTAT" "$@" "$bench"; }
 	echo "### Every P on one limiter, against the mutex-guarded twins"
 	bs -filter '/mode:parallel' -col '/impl@(mutexlog ring)' -row /path,/gomaxprocs
 	bs -filter '/mode:parallel' -col '/impl@(mutexwindow window)' -row /path,/gomaxprocs
-	echo "### Keyed stores, -cpu 2, against sethvargo/go-limiter"
-	bs -filter '.name:Keyed' -col '/impl@(sethvargo keyed-window keyed-ring throttled ulule httprate)' -row /keys,/path
+	echo "### Keyed stores, against sethvargo/go-limiter"
+	bs -filter '.name:Keyed' -col '/impl@(sethvargo keyed-window keyed-ring throttled ulule httprate)' -row /keys,/order,/path,/gomaxprocs
 } >"$out/benchstat.txt" 2>"$out/benchstat.err" || { cat "$out/benchstat.err" >&2; exit 1; }
 
 step "report"
-"$out/report" -accuracy "$out/accuracy.json" -bench "$bench" -mem "$mem" -img "$img" | tee "$out/report.md"
-step "done: $out/report.md, $out/benchstat.txt, plots in docs/img/"
+"$out/report" -accuracy "$out/accuracy.json" -bench "$bench" -mem "$mem" -latency "$out/latency.md" \
+	-img "$img" -out "$out/report.md" -dir "bench/$out"
+step "done in $((SECONDS - start)) s: full report bench/$out/report.md, benchstat tables bench/$out/benchstat.txt, plots bench/$img/"
+if [[ $mode == full ]]; then
+	echo "To refresh the plots in docs/img/ from this run: bench/compare.sh -publish" >&2
+fi

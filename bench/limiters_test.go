@@ -118,7 +118,7 @@ func impls() []impl {
 
 // fixture returns a limiter on the given path, checked before it is
 // measured: on the admit path its first calls are admitted, on the deny path
-// the limit is used up and the next call is refused (A3 in STYLE.md).
+// the limit is used up and the next call is refused.
 func fixture(im impl, path string) (allower, error) {
 	switch path {
 	case "admit":

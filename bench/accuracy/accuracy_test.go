@@ -10,7 +10,7 @@ import (
 )
 
 // The oracle and the sweep are the yardstick of every published number: check
-// them on fixtures small enough to count by hand (A3).
+// them on fixtures small enough to count by hand.
 func TestOracleByHand(t *testing.T) {
 	o := NewOracle(2, time.Second)
 	steps := []struct {

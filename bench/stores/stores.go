@@ -5,7 +5,6 @@ package stores
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 	"time"
 
@@ -148,26 +147,4 @@ func Peers() []Impl {
 			},
 		},
 	}
-}
-
-// IPKey is the i-th key: an IPv4 address in 10.0.0.0/8, as a per-client
-// limiter sees them (7 to 14 bytes).
-func IPKey(i int) string { return fmt.Sprintf("10.%d.%d.%d", i>>16&255, i>>8&255, i&255) }
-
-// KeySet returns n distinct keys and checks that they are distinct: the
-// published "n keys" must be n keys (A3 in STYLE.md).
-func KeySet(n int) ([]string, error) {
-	if n > 1<<24 {
-		return nil, fmt.Errorf("KeySet(%d): at most %d keys", n, 1<<24)
-	}
-	keys := make([]string, n)
-	seen := make(map[string]struct{}, n)
-	for i := range keys {
-		keys[i] = IPKey(i)
-		seen[keys[i]] = struct{}{}
-	}
-	if len(seen) != n {
-		return nil, fmt.Errorf("KeySet(%d): only %d distinct keys", n, len(seen))
-	}
-	return keys, nil
 }

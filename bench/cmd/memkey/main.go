@@ -1,5 +1,5 @@
 // Command memkey measures the heap a keyed store keeps per key: it builds the
-// keys first, then fills a fresh store with one admitted call per key (limit
+// keys ("client-N", 8 to 14 bytes) first, then fills a fresh store with one admitted call per key (limit
 // 100 per hour, so that no key expires or rolls over while it is filled), and
 // divides the live-heap growth after a GC by the number of keys. The keys'
 // own strings are built before the first reading and stay alive, so they are
@@ -56,7 +56,7 @@ func main() {
 		fmt.Fprintf(os.Stderr, "memkey: unknown store %q\n", *name)
 		os.Exit(2)
 	}
-	keys, err := stores.KeySet(*n)
+	keys, err := stores.ClientKeys(*n)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "memkey:", err)
 		os.Exit(1)
@@ -72,8 +72,12 @@ func main() {
 	after := heap()
 	runtime.KeepAlive(s)
 	runtime.KeepAlive(keys)
-	fmt.Printf("memkey store=%s keys=%d bytes=%d bytes/key=%.1f\n",
-		im.Name, *n, after-before, float64(after-before)/float64(*n))
+	var keyBytes int
+	for _, k := range keys {
+		keyBytes += len(k)
+	}
+	fmt.Printf("memkey store=%s keys=%d bytes=%d bytes/key=%.1f keybytes=%.1f\n",
+		im.Name, *n, after-before, float64(after-before)/float64(*n), float64(keyBytes)/float64(*n))
 }
 
 func measureRing() {

@@ -1,11 +1,13 @@
 // Command report turns the raw results of compare.sh into the tables of
-// docs/benchmarks.md and the plots in docs/img/:
+// docs/benchmarks.md and the plots:
 //
-//	go run ./cmd/report -accuracy out/accuracy.json -bench out/bench.txt \
-//	    -mem out/mem.txt -img ../docs/img
+//	go run ./cmd/report -accuracy out/quick/accuracy.json -bench out/quick/bench.txt \
+//	    -mem out/quick/mem.txt -latency out/quick/latency.md \
+//	    -img out/quick/img -out out/quick/report.md
 //
-// Every ratio it prints is a ratio of medians over the samples of one run, the
-// same center benchstat reports.
+// The full report (wide tables) goes to -out; standard output gets a narrow
+// summary for a terminal. Every ratio it prints is a ratio of medians over
+// the samples of one run, the same center benchstat reports.
 package main
 
 import (
@@ -23,18 +25,28 @@ func main() {
 	accPath := flag.String("accuracy", "", "accuracy JSON written by TestAccuracy")
 	benchPaths := flag.String("bench", "", "comma-separated go test -bench outputs")
 	memPath := flag.String("mem", "", "cmd/memkey output")
+	latPath := flag.String("latency", "", "cmd/latency output (markdown), included as it is")
 	imgDir := flag.String("img", "", "directory for the PNG plots (none if empty)")
+	outPath := flag.String("out", "", "file for the full report (standard output if empty, without the summary)")
+	shown := flag.String("dir", "", "how the summary names the directory of -out (for example bench/out/quick)")
 	flag.Parse()
 
-	out := os.Stdout
+	full := io.Writer(os.Stdout)
+	var sum io.Writer = io.Discard
+	if *outPath != "" {
+		f, err := os.Create(*outPath)
+		check(err)
+		defer f.Close()
+		full, sum = f, os.Stdout
+	}
 	var rep *accuracy.Report
 	if *accPath != "" {
 		b, err := os.ReadFile(*accPath)
 		check(err)
 		rep = new(accuracy.Report)
 		check(json.Unmarshal(b, rep))
-		printAccuracy(out, rep)
-		printMulti(out, rep)
+		printAccuracy(full, rep)
+		printMulti(full, rep)
 		if *imgDir != "" {
 			check(plotAccuracy(rep, *imgDir))
 		}
@@ -44,7 +56,7 @@ func main() {
 		var err error
 		res, err = parseBench(strings.Split(*benchPaths, ","))
 		check(err)
-		printSpeed(out, res)
+		printSpeed(full, res)
 		if *imgDir != "" {
 			check(plotSpeed(res, *imgDir))
 		}
@@ -55,12 +67,31 @@ func main() {
 		var err error
 		mem, rings, err = parseMem(*memPath)
 		check(err)
-		printMemory(out, mem, rings)
+		printMemory(full, mem, rings)
 		if *imgDir != "" && len(mem) > 0 {
 			check(plotMemory(mem, *imgDir))
 		}
 	}
-	printTargets(out, rep, res, mem, rings)
+	var lat string
+	if *latPath != "" {
+		b, err := os.ReadFile(*latPath)
+		check(err)
+		lat = string(b)
+		fmt.Fprintln(full, strings.ReplaceAll(lat, "\n## ", "\n### "))
+	}
+	ts := targets(rep, res, mem, rings)
+	printTargets(full, ts)
+	printSummary(sum, rep, res, mem, ts, lat)
+	if *outPath != "" {
+		where := *shown
+		if where == "" {
+			where = "."
+		}
+		fmt.Fprintf(sum, "\nFull report (wide tables, every target): %s/report.md\n", where)
+		if *imgDir != "" {
+			fmt.Fprintf(sum, "Plots: %s/img/\n", where)
+		}
+	}
 }
 
 func check(err error) {
@@ -223,35 +254,63 @@ func printSpeed(w io.Writer, r results) {
 		}
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintf(w, "## Speed: keyed stores, 2 goroutines (-cpu 2): ns/op median [allocs/op] {fraction admitted}\n\n")
-	var cards []string
-	for _, k := range []string{"1", "1000", "100000", "1000000"} {
-		if r.get("BenchmarkKeyed/keys="+k+"/path=mixed/impl=sethvargo", 2).ok ||
-			r.get("BenchmarkKeyed/keys="+k+"/path=mixed/impl=keyed-ring", 2).ok {
-			cards = append(cards, k)
+	for _, path := range []string{"mixed", "deny"} {
+		for _, cpu := range []int{1, 2} {
+			printKeyed(w, r, path, cpu)
 		}
 	}
-	fmt.Fprintf(w, "| impl |")
-	for _, k := range cards {
-		fmt.Fprintf(w, " %s keys, mixed | %s keys, deny |", k, k)
+}
+
+// keyedCells are the (keys, order) pairs measured, in table order.
+var (
+	keyedCards  = []string{"1", "1000", "100000", "1000000"}
+	keyedOrders = []string{"random", "zipf", "seq"}
+)
+
+func keyedName(keys, order, path, impl string) string {
+	return fmt.Sprintf("BenchmarkKeyed/keys=%s/order=%s/path=%s/impl=%s", keys, order, path, impl)
+}
+
+func printKeyed(w io.Writer, r results, path string, cpu int) {
+	type cell struct{ keys, order string }
+	var cells []cell
+	for _, k := range keyedCards {
+		for _, o := range keyedOrders {
+			for _, im := range keyedOrder {
+				if r.get(keyedName(k, o, path, im), cpu).ok {
+					cells = append(cells, cell{k, o})
+					break
+				}
+			}
+		}
 	}
-	fmt.Fprintf(w, "\n| --- |%s\n", strings.Repeat(" --- |", 2*len(cards)))
+	if len(cells) == 0 {
+		return
+	}
+	about := "100 per second per key, every key present; {fraction admitted}"
+	if path == "deny" {
+		about = "1 per hour per key, used up for every key: every call refused"
+	}
+	fmt.Fprintf(w, "## Speed: keyed stores, %s path, -cpu %d (%s): ns/op median [allocs/op]\n\n", path, cpu, about)
+	fmt.Fprintf(w, "| impl |")
+	for _, c := range cells {
+		fmt.Fprintf(w, " %s keys, %s |", c.keys, c.order)
+	}
+	fmt.Fprintf(w, "\n| --- |%s\n", strings.Repeat(" --- |", len(cells)))
 	for _, im := range keyedOrder {
 		any := false
 		line := fmt.Sprintf("| %s |", im)
-		for _, k := range cards {
-			for _, p := range []string{"mixed", "deny"} {
-				s := r.get(fmt.Sprintf("BenchmarkKeyed/keys=%s/path=%s/impl=%s", k, p, im), 2)
-				any = any || s.ok
-				cell := ns(s)
-				if s.ok {
-					cell += fmt.Sprintf(" [%g]", s.allocs)
-					if p == "mixed" {
-						cell += fmt.Sprintf(" {%.2f}", s.admits)
-					}
+		for _, c := range cells {
+			s := r.get(keyedName(c.keys, c.order, path, im), cpu)
+			any = any || s.ok
+			cell := ns(s)
+			if s.ok {
+				cell += fmt.Sprintf(" [%g]", s.allocs)
+				if path == "mixed" {
+					cell += fmt.Sprintf(" {%.2f}", s.admits)
 				}
-				line += " " + cell + " |"
 			}
+			line += " " + cell + " |"
 		}
 		if any {
 			fmt.Fprintln(w, line)
@@ -262,9 +321,10 @@ func printSpeed(w io.Writer, r results) {
 
 func printMemory(w io.Writer, mem []memResult, rings []ringMem) {
 	if len(mem) > 0 {
-		fmt.Fprintf(w, "## Memory per key (one admitted call per key, after GC)\n\n| store | keys | bytes/key |\n| --- | --- | --- |\n")
+		fmt.Fprintf(w, "## Memory per key (limit 100 per hour per key, one admitted call per key, live heap after GC; "+
+			"the caller's key strings are not counted unless a store copies them)\n\n| store | keys | bytes/key | key bytes (mean) |\n| --- | --- | --- | --- |\n")
 		for _, m := range mem {
-			fmt.Fprintf(w, "| %s | %d | %.1f |\n", m.store, m.keys, m.bytesPerKey)
+			fmt.Fprintf(w, "| %s | %d | %.1f | %.1f |\n", m.store, m.keys, m.bytesPerKey, m.keyBytes)
 		}
 		fmt.Fprintln(w)
 	}

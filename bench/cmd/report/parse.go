@@ -107,6 +107,7 @@ type memResult struct {
 	store       string
 	keys        int
 	bytesPerKey float64
+	keyBytes    float64 // mean length of a key
 }
 
 type ringMem struct {
@@ -115,7 +116,7 @@ type ringMem struct {
 	header float64
 }
 
-var memLine = regexp.MustCompile(`^memkey store=(\S+) keys=(\d+) bytes=\d+ bytes/key=([\d.]+)`)
+var memLine = regexp.MustCompile(`^memkey store=(\S+) keys=(\d+) bytes=\d+ bytes/key=([\d.]+)(?: keybytes=([\d.]+))?`)
 var ringLine = regexp.MustCompile(`^memring limit=(\d+) bytes/limiter=([\d.]+) slots=\d+ header=([-\d.]+)`)
 
 func parseMem(path string) ([]memResult, []ringMem, error) {
@@ -131,7 +132,8 @@ func parseMem(path string) ([]memResult, []ringMem, error) {
 		if m := memLine.FindStringSubmatch(sc.Text()); m != nil {
 			k, _ := strconv.Atoi(m[2])
 			b, _ := strconv.ParseFloat(m[3], 64)
-			ms = append(ms, memResult{store: m[1], keys: k, bytesPerKey: b})
+			kb, _ := strconv.ParseFloat(m[4], 64)
+			ms = append(ms, memResult{store: m[1], keys: k, bytesPerKey: b, keyBytes: kb})
 		}
 		if m := ringLine.FindStringSubmatch(sc.Text()); m != nil {
 			l, _ := strconv.Atoi(m[1])

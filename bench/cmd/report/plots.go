@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/font"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
@@ -35,14 +36,23 @@ func isPacer(rep *accuracy.Report, name string) bool {
 	return false
 }
 
-func savePNG(dir, name string, cols, rows int, w, h vg.Length, plots [][]*plot.Plot) error {
+// savePNG draws plots in a grid of rows x cols into dir/name, under header
+// (one line of text per element, none if empty).
+func savePNG(dir, name string, cols, rows int, w, h vg.Length, plots [][]*plot.Plot, header ...string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
+	lineH := vg.Points(14)
+	header = wrap(header, int(w/vg.Centimeter*4.5))
+	h += vg.Length(len(header)) * lineH
 	img := vgimg.NewWith(vgimg.UseWH(w, h), vgimg.UseDPI(96))
 	dc := draw.New(img)
+	sty := draw.TextStyle{Color: color.Black, Font: font.From(plot.DefaultFont, vg.Points(11)), Handler: plot.DefaultTextHandler}
+	for i, line := range header {
+		dc.FillText(sty, vg.Point{X: vg.Millimeter * 3, Y: h - vg.Length(i+1)*lineH}, line)
+	}
 	t := draw.Tiles{Rows: rows, Cols: cols, PadX: vg.Millimeter * 4, PadY: vg.Millimeter * 4,
-		PadTop: vg.Millimeter * 2, PadBottom: vg.Millimeter * 2, PadLeft: vg.Millimeter * 2, PadRight: vg.Millimeter * 2}
+		PadTop: vg.Millimeter*2 + vg.Length(len(header))*lineH, PadBottom: vg.Millimeter * 2, PadLeft: vg.Millimeter * 2, PadRight: vg.Millimeter * 2}
 	canvases := plot.Align(plots, t, dc)
 	for j := range plots {
 		for i := range plots[j] {
@@ -60,6 +70,23 @@ func savePNG(dir, name string, cols, rows int, w, h vg.Length, plots [][]*plot.P
 		return err
 	}
 	return f.Close()
+}
+
+// wrap breaks each line longer than n bytes at spaces.
+func wrap(lines []string, n int) []string {
+	var out []string
+	for _, l := range lines {
+		for len(l) > n {
+			i := strings.LastIndex(l[:n], " ")
+			if i <= 0 {
+				break
+			}
+			out = append(out, l[:i])
+			l = "    " + l[i+1:]
+		}
+		out = append(out, l)
+	}
+	return out
 }
 
 // grid lays ps out in rows of cols, padding the last row with nils.
@@ -105,8 +132,8 @@ func plotAccuracy(rep *accuracy.Report, dir string) error {
 			p := plot.New()
 			p.Title.Text = fmt.Sprintf("%s: peak %d", c.Name, res.MaxInWindow)
 			p.Title.TextStyle.Font.Size = vg.Points(10)
-			p.X.Label.Text = "s"
-			p.Y.Label.Text = "in last 1 s"
+			p.X.Label.Text = "time t (s)"
+			p.Y.Label.Text = fmt.Sprintf("admitted in last %v", rep.Window)
 			p.Y.Min, p.Y.Max = 0, ymax
 			p.X.Min, p.X.Max = 0, tEnd
 			pts := make(plotter.XYs, 0, len(res.Series)+1)
@@ -137,11 +164,23 @@ func plotAccuracy(rep *accuracy.Report, dir string) error {
 			lim.Color = red
 			lim.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
 			p.Add(line, lim)
+			p.Legend.Add(fmt.Sprintf("admitted in (t-%v, t]", rep.Window), line)
+			p.Legend.Add(fmt.Sprintf("limit (%d)", rep.Limit), lim)
+			p.Legend.TextStyle.Font.Size = vg.Points(8)
+			p.Legend.Top = true
 			ps = append(ps, p)
 		}
 		cols := 3
 		rows := (len(ps) + cols - 1) / cols
-		if err := savePNG(dir, "accuracy-"+wl+".png", cols, rows, 30*vg.Centimeter, vg.Length(rows)*6.5*vg.Centimeter, grid(ps, cols)); err != nil {
+		about := wl
+		for _, w := range rep.Workloads {
+			if w.Name == wl {
+				about = fmt.Sprintf("Workload %s: %s.", w.Name, w.About)
+			}
+		}
+		header := []string{about, fmt.Sprintf("Each panel: the count each limiter admitted in the sliding window of %v ending at t, "+
+			"against the limit %d (green: slidelimit, blue: peers).", rep.Window, rep.Limit)}
+		if err := savePNG(dir, "accuracy-"+wl+".png", cols, rows, 30*vg.Centimeter, vg.Length(rows)*6.5*vg.Centimeter, grid(ps, cols), header...); err != nil {
 			return err
 		}
 	}
@@ -210,23 +249,28 @@ func plotSpeed(r results, dir string) error {
 	}
 	if len(ps) > 0 {
 		rows := (len(ps) + 1) / 2
-		if err := savePNG(dir, "speed-one-limiter.png", 2, rows, 26*vg.Centimeter, vg.Length(rows)*7*vg.Centimeter, grid(ps, 2)); err != nil {
+		header := []string{
+			"One limiter; admit path: 1024 per microsecond (every call admitted); deny path: limit used up (every call refused).",
+			"-cpu N: every P calls the same limiter. floor: one monotonic clock read + one CAS; clock: the clock read alone;",
+			"mutexlog, mutexwindow: ring's and window's algorithms behind one sync.Mutex; xrate: golang.org/x/time/rate.",
+		}
+		if err := savePNG(dir, "speed-one-limiter.png", 2, rows, 26*vg.Centimeter, vg.Length(rows)*7*vg.Centimeter, grid(ps, 2), header...); err != nil {
 			return err
 		}
 	}
 	ps = nil
 	for _, k := range []string{"1000", "100000", "1000000"} {
-		for _, path := range []string{"mixed", "deny"} {
+		for _, order := range []string{"random", "zipf"} {
 			var bars []bar
 			for _, im := range keyedOrder {
-				if s := r.get(fmt.Sprintf("BenchmarkKeyed/keys=%s/path=%s/impl=%s", k, path, im), 2); s.ok {
+				if s := r.get(keyedName(k, order, "mixed", im), 2); s.ok {
 					bars = append(bars, bar{im, s.ns})
 				}
 			}
 			if len(bars) == 0 {
 				continue
 			}
-			p, err := barPlot(fmt.Sprintf("%s keys, %s path, -cpu 2", k, path), "ns/op (median)", bars)
+			p, err := barPlot(fmt.Sprintf("%s keys, %s order, -cpu 2", k, order), "ns/op (median)", bars)
 			if err != nil {
 				return err
 			}
@@ -235,7 +279,11 @@ func plotSpeed(r results, dir string) error {
 	}
 	if len(ps) > 0 {
 		rows := (len(ps) + 1) / 2
-		return savePNG(dir, "speed-keyed.png", 2, rows, 26*vg.Centimeter, vg.Length(rows)*6*vg.Centimeter, grid(ps, 2))
+		header := []string{
+			"Keyed stores, 100 per second per key, every key present, \"client-N\" keys drawn uniformly at random or Zipf(1.1),",
+			"two goroutines on one shared store (-cpu 2). keyed-window, keyed-ring: slidelimit's keyed over window and ring.",
+		}
+		return savePNG(dir, "speed-keyed.png", 2, rows, 26*vg.Centimeter, vg.Length(rows)*6*vg.Centimeter, grid(ps, 2), header...)
 	}
 	return nil
 }
@@ -249,7 +297,7 @@ func plotMemory(mem []memResult, dir string) error {
 		bars = append(bars, bar{m.store, m.bytesPerKey})
 		keys = m.keys
 	}
-	p, err := barPlot(fmt.Sprintf("heap per key at %d keys", keys), "bytes/key", bars)
+	p, err := barPlot(fmt.Sprintf("live heap per key at %d keys, limit 100 per hour per key, one call per key", keys), "bytes/key", bars)
 	if err != nil {
 		return err
 	}

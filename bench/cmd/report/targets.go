@@ -8,7 +8,8 @@ import (
 	"github.com/slidelimit/slidelimit/bench/accuracy"
 )
 
-// target is one row of the Targets table of the brief, as measured.
+// target is one of the project's performance and accuracy goals, as
+// measured in this run.
 type target struct {
 	what, measured, goal string
 	met                  bool
@@ -29,7 +30,8 @@ func one(r results, mode, path, impl string, cpu int) stat {
 // twin is the mutex-guarded reference of the same algorithm.
 var twin = map[string]string{"ring": "mutexlog", "window": "mutexwindow"}
 
-func printTargets(w io.Writer, rep *accuracy.Report, r results, mem []memResult, rings []ringMem) {
+// targets evaluates every goal the run has the measurements for.
+func targets(rep *accuracy.Report, r results, mem []memResult, rings []ringMem) []target {
 	var ts []target
 	add := func(what, goal string, v float64, ok bool, met bool, format string, args ...any) {
 		t := target{what: what, goal: goal, known: ok}
@@ -56,9 +58,9 @@ func printTargets(w io.Writer, rep *accuracy.Report, r results, mem []memResult,
 			for _, cpu := range []int{2, 8} {
 				p := one(r, "parallel", "admit", im, cpu)
 				x, ok = ratio(p, one(r, "parallel", "admit", "xrate", cpu))
-				add(fmt.Sprintf("%s: -cpu %d, admit, vs x/time/rate", im, cpu), "< 1x", x, ok, x < 1, "%.2fx (%.1f ns vs %.1f)", x, p.ns, one(r, "parallel", "admit", "xrate", cpu).ns)
+				add(fmt.Sprintf("%s: -cpu %d, admit, vs x/time/rate", im, cpu), "<= 0.7x", x, ok, x <= 0.7, "%.2fx (%.1f ns vs %.1f)", x, p.ns, one(r, "parallel", "admit", "xrate", cpu).ns)
 				x, ok = ratio(p, one(r, "parallel", "admit", twin[im], cpu))
-				add(fmt.Sprintf("%s: -cpu %d, admit, vs mutex twin (%s)", im, cpu, twin[im]), "< 1x", x, ok, x < 1, "%.2fx (%.1f ns vs %.1f)", x, p.ns, one(r, "parallel", "admit", twin[im], cpu).ns)
+				add(fmt.Sprintf("%s: -cpu %d, admit, vs mutex twin (%s)", im, cpu, twin[im]), "<= 1x", x, ok, x <= 1, "%.2fx (%.1f ns vs %.1f)", x, p.ns, one(r, "parallel", "admit", twin[im], cpu).ns)
 			}
 			p := one(r, "parallel", "deny", im, 2)
 			x, ok = ratio(p, one(r, "parallel", "deny", "xrate", 2))
@@ -66,12 +68,14 @@ func printTargets(w io.Writer, rep *accuracy.Report, r results, mem []memResult,
 		}
 		for _, im := range []string{"keyed-window", "keyed-ring"} {
 			for _, k := range []string{"100000", "1000000"} {
-				for _, path := range []string{"mixed", "deny"} {
-					s := r.get(fmt.Sprintf("BenchmarkKeyed/keys=%s/path=%s/impl=%s", k, path, im), 2)
-					sv := r.get(fmt.Sprintf("BenchmarkKeyed/keys=%s/path=%s/impl=sethvargo", k, path), 2)
-					x, ok := ratio(s, sv)
-					add(fmt.Sprintf("%s: %s keys, -cpu 2, %s, vs sethvargo", im, k, path), "<= 0.3x, 0 allocs/op", x, ok,
-						x <= 0.3 && s.allocs == 0, "%.2fx (%.1f ns vs %.1f), %g allocs/op", x, s.ns, sv.ns, s.allocs)
+				for _, order := range []string{"random", "zipf"} {
+					for _, cpu := range []int{1, 2} {
+						s := r.get(keyedName(k, order, "mixed", im), cpu)
+						sv := r.get(keyedName(k, order, "mixed", "sethvargo"), cpu)
+						x, ok := ratio(s, sv)
+						add(fmt.Sprintf("%s: %s keys, %s order, -cpu %d, vs sethvargo", im, k, order, cpu), "<= 0.5x, 0 allocs/op", x, ok,
+							x <= 0.5 && s.allocs == 0, "%.2fx (%.0f ns vs %.0f), %g allocs/op", x, s.ns, sv.ns, s.allocs)
+					}
 				}
 			}
 		}
@@ -85,6 +89,10 @@ func printTargets(w io.Writer, rep *accuracy.Report, r results, mem []memResult,
 			}
 		}
 		for _, m := range mem {
+			if m.store == "keyed-window" && m.keys == 1_000_000 && m.keyBytes > 0 {
+				add("keyed-window: bytes per key at 1M keys", "<= 64 B + the key's bytes", 0, true,
+					m.bytesPerKey <= 64+m.keyBytes, "%.1f B/key vs %.1f (64 + %.1f key bytes)", m.bytesPerKey, 64+m.keyBytes, m.keyBytes)
+			}
 			if isOurs(m.store) && m.keys == 1_000_000 {
 				add(m.store+": bytes per key at 1M keys vs every keyed peer", "below the smallest peer", 0, !math.IsInf(best, 1),
 					m.bytesPerKey < best, "%.1f B/key vs %.1f (%s): %.2fx", m.bytesPerKey, best, bestName, m.bytesPerKey/best)
@@ -115,7 +123,18 @@ func printTargets(w io.Writer, rep *accuracy.Report, r results, mem []memResult,
 			}
 		}
 	}
-	fmt.Fprintf(w, "## Targets (BRIEF.md), from this run\n\n| target | goal | measured | met |\n| --- | --- | --- | --- |\n")
+	return ts
+}
+
+// printTargets prints every goal with its measurement. The floor is one
+// monotonic clock read plus one compare-and-swap (impl=floor); the mutex
+// twins are the same algorithms behind one sync.Mutex (bench/refimpl).
+func printTargets(w io.Writer, ts []target) {
+	fmt.Fprintf(w, "## Targets, from this run\n\n"+
+		"The floor is one monotonic clock read plus one compare-and-swap on a padded word (impl=floor); a mutex twin "+
+		"is the same algorithm behind one sync.Mutex (mutexlog for ring, mutexwindow for window, in bench/refimpl). "+
+		"Keyed stores: 100 per second per key, every key present, keys in random or Zipf(1.1) order.\n\n"+
+		"| target | goal | measured | met |\n| --- | --- | --- | --- |\n")
 	for _, t := range ts {
 		m := "not measured"
 		if t.known {
