@@ -52,7 +52,8 @@ const MaxLimit = slidelog.MaxLimit
 const MaxWindow = time.Duration(slidelog.MaxWindow)
 
 // ErrNeverReady is wrapped by the error WaitN returns for an n that can never
-// be admitted (negative, or above the smallest limit).
+// be admitted (negative, or above the smallest limit; for the exact flavour
+// also one that does not fit at the latest instant it can represent).
 var ErrNeverReady = clock.ErrNeverReady
 
 // ErrDeadline is wrapped by the error WaitN returns, without waiting, when the
@@ -92,9 +93,17 @@ func validate(rules []Rule) (minLimit int, maxWindow time.Duration, err error) {
 // compare-and-swap records it for all rules at once.
 //
 // A Limiter is safe for concurrent use by multiple goroutines; decisions are
-// lock-free and allocation-free, and a refused call writes nothing. The zero
-// value refuses every call of cost 1 or more; use New. A Limiter must not be
-// copied after first use.
+// lock-free and allocation-free, and a refused call writes nothing. Under
+// concurrency every admission takes effect at one instant, in one order, at
+// its own caller's (clamped) instant, whatever other goroutines ask or are
+// refused meanwhile. The zero value refuses every call of cost 1 or more; use
+// New. A Limiter must not be copied after first use.
+//
+// Instants within about 73 years (2^61 ns) of New are represented exactly;
+// earlier and later ones saturate to the ends of that range, so every
+// time.Time gets a decision and AllowN, TokensAt and ReadyAt agree at it. A
+// window full at the latest representable instant stays full: ReadyAt then
+// reports ok false.
 type Limiter struct {
 	log       slidelog.Log
 	base      clock.Base
@@ -166,7 +175,8 @@ func (l *Limiter) TokensAt(now time.Time) int {
 // admit n if nothing else were admitted meanwhile: the latest of the instants
 // at which each rule would admit it, and now itself when n fits now. It is
 // what an HTTP 429's Retry-After needs. ok is false when n can never be
-// admitted (n < 0 or n > Limit()); n == 0 is ready at now.
+// admitted: n < 0, n > Limit(), or n does not fit at the latest instant the
+// limiter can represent. n == 0 is ready at now.
 func (l *Limiter) ReadyAt(now time.Time, n int) (at time.Time, ok bool) {
 	off := l.base.Offset(now)
 	at0, ok := l.log.ReadyAt(off, int64(n))

@@ -12,8 +12,10 @@
 //
 // Decisions are lock-free and allocate nothing: an admission of cost 1 is one
 // compare-and-swap on a ring slot plus one on the head; a refused call only
-// reads. docs/ring.md gives the algorithm, the concurrency protocol and the
-// proofs.
+// reads. Under concurrency every admission takes effect at one instant, in
+// one order, at its own caller's instant (clamped as below): whatever other
+// goroutines ask or are refused meanwhile changes no decision.
+// docs/ring.md gives the algorithm, the concurrency protocol and the proofs.
 //
 // Every method takes the instant it decides at (AllowN, TokensAt, ReadyAt,
 // IdleAt); Allow and Wait read the clock themselves. Instants are compared
@@ -23,6 +25,13 @@
 // a caller with a stale clock reading can never move the limiter backwards
 // or get more through. The same rule means that one call at an instant far
 // in the future holds the limiter there until the clock catches up.
+//
+// Instants within about 73 years (2^61 ns) of New are represented exactly;
+// earlier ones are all treated as the earliest of that range, later ones as
+// the latest, so every time.Time, including the zero Time, gets a decision,
+// and AllowN, TokensAt and ReadyAt agree at it. Once a window is full at the
+// latest representable instant, time cannot advance any further: the limiter
+// refuses from then on, and ReadyAt reports that (ok false).
 package ring
 
 import (
@@ -42,7 +51,8 @@ const MaxLimit = slidelog.MaxLimit
 const MaxWindow = time.Duration(slidelog.MaxWindow)
 
 // ErrNeverReady is wrapped by the error WaitN returns for an n that can never
-// be admitted (negative, or above the limit).
+// be admitted: negative, above the limit, or not fitting in a window that
+// stays full at the latest representable instant.
 var ErrNeverReady = clock.ErrNeverReady
 
 // ErrDeadline is wrapped by the error WaitN returns, without waiting, when the
@@ -109,7 +119,9 @@ func (l *Limiter) TokensAt(now time.Time) int {
 // ReadyAt returns the earliest instant, not before now, at which AllowN would
 // admit n if nothing else were admitted meanwhile: now itself when n fits
 // now. It is what an HTTP 429's Retry-After needs. ok is false when n can
-// never be admitted (n < 0 or n > Limit()); n == 0 is ready at now.
+// never be admitted: n < 0, n > Limit(), or n does not fit at the latest
+// instant the limiter can represent (see the package doc). n == 0 is ready at
+// now.
 func (l *Limiter) ReadyAt(now time.Time, n int) (at time.Time, ok bool) {
 	off := l.base.Offset(now)
 	at0, ok := l.log.ReadyAt(off, int64(n))
@@ -132,7 +144,8 @@ func (l *Limiter) Wait(ctx context.Context) error { return l.WaitN(ctx, 1) }
 // when ctx's deadline falls before the instant n could be admitted (wrapping
 // ErrDeadline), and at once when n can never be admitted (wrapping
 // ErrNeverReady). A waiter does not queue: when room frees up, any caller may
-// take it first, and the waiter waits again.
+// take it first, and the waiter waits again. It never spins: a retry that
+// finds the room taken again backs off on a timer.
 func (l *Limiter) WaitN(ctx context.Context, n int) error {
 	return clock.Wait(ctx, "ring", l, n)
 }

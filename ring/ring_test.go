@@ -130,8 +130,17 @@ func TestExtremeInstants(t *testing.T) {
 				{far.Add(time.Hour), 1, false, "so the window is full there"},
 				{t0, 1, false, "and stays full: the clock is held at the end of the range"},
 			})
-			if _, ok := l.ReadyAt(far, 1); !ok {
-				t.Errorf("ReadyAt(far, 1) not ok")
+			// The window is full at the last instant the limiter can
+			// represent, so it can never admit again: ReadyAt says so
+			// (issue 10: it used to answer "now", and Wait spun).
+			if at, ok := l.ReadyAt(far, 1); ok {
+				t.Errorf("ReadyAt(far, 1) = %v, true; want never", at)
+			}
+			if at, ok := l.ReadyAt(t0, 1); ok {
+				t.Errorf("ReadyAt(t0, 1) = %v, true; want never", at)
+			}
+			if err := l.WaitN(context.Background(), 1); !errors.Is(err, ErrNeverReady) {
+				t.Errorf("WaitN = %v, want ErrNeverReady", err)
 			}
 			_ = l.TokensAt(past)
 			_ = l.IdleAt(far)

@@ -55,12 +55,19 @@ type Waiter interface {
 }
 
 // ErrNeverReady is wrapped by the error Wait returns when n can never be
-// admitted (n < 0, or n above the limit).
+// admitted (n < 0, n above the limit, or a window that stays full at the end
+// of the range of instants the limiter can represent).
 var ErrNeverReady = errors.New("request can never be admitted")
 
 // ErrDeadline is wrapped by the error Wait returns when the context's
 // deadline falls before the instant n could be admitted.
 var ErrDeadline = errors.New("would exceed context deadline")
+
+// Bounds on Wait's retries when ReadyAt says "now" but AllowN refuses.
+const (
+	immediateRetries = 3
+	maxRetryWait     = time.Millisecond
+)
 
 // Wait blocks until l admits n at the current time, ctx is done, or it is
 // clear that ctx's deadline falls before l could admit n. pkg prefixes the
@@ -72,12 +79,15 @@ var ErrDeadline = errors.New("would exceed context deadline")
 // Each round tries AllowN; when refused it asks ReadyAt when n would fit if
 // nothing else were admitted, sleeps until then on a timer, and tries again:
 // a concurrent caller may have taken the room, in which case it waits again.
-// Under testing/synctest the timer and the clock are the bubble's fake ones.
+// When ReadyAt says n fits now but AllowN still refuses, it retries at once a
+// few times, then sleeps a little (at most a millisecond) between tries: it
+// never spins. Under testing/synctest the timer and the clock are the bubble's fake ones.
 func Wait(ctx context.Context, pkg string, l Waiter, n int) error {
 	if n == 0 {
 		return nil
 	}
 	var timer *time.Timer
+	retries := 0 // consecutive rounds refused although ReadyAt said now
 	defer func() {
 		if timer != nil {
 			timer.Stop()
@@ -101,8 +111,17 @@ func Wait(ctx context.Context, pkg string, l Waiter, n int) error {
 		d := at.Sub(now)
 		if d <= 0 {
 			// ReadyAt says now, but AllowN refused: another caller took
-			// the room between the two calls. Try again at once.
-			continue
+			// the room between the two calls. Try again at once, but
+			// only a few times in a row: then back off on the timer
+			// (1µs, doubling up to maxRetryWait), so that a limiter
+			// whose answers disagree, or a burst of competitors, can
+			// never make this loop spin.
+			if retries++; retries <= immediateRetries {
+				continue
+			}
+			d = min(time.Microsecond<<min(retries-immediateRetries-1, 20), maxRetryWait)
+		} else {
+			retries = 0
 		}
 		if timer == nil {
 			timer = time.NewTimer(d)

@@ -115,7 +115,10 @@ func (r *Reference) ReadyAt(now, n int64) (int64, bool) {
 	if need <= max(toStamp(now), r.last) {
 		return now, true
 	}
-	return max(now, fromStamp(need)), true
+	if need > maxStamp {
+		return 0, false
+	}
+	return fromStamp(need), true
 }
 
 // IdleAt is Log.IdleAt under a mutex.

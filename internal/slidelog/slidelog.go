@@ -32,24 +32,35 @@
 // the rules check) was read in that same state. The head is then advanced by
 // anyone: the owner, or any caller that finds slot h%L already claimed.
 //
-// An admission of cost n >= 2 claims slot h%L with a busy marker (busy bit,
-// lap, cycle, n) instead of a stamp, then writes slots h+1 .. h+n-1, advances the
-// head by n, and replaces the marker by the batch's stamp. Every step can be
-// done by any caller that meets the marker, so a claimant descheduled halfway
-// cannot stall anyone: the marker says how far the batch reaches, and the
-// batch's stamp is whatever value first lands in slot h+1 (each helper offers
-// its own clamped instant, which also satisfies the batch's check, so the
-// batch may be stamped at a helper's instant rather than the claimant's).
-// Readers treat a marker as its batch's stamp, read from the next slot.
+// An admission of cost n >= 2 cannot claim n slots and publish a stamp in one
+// step, and one word cannot hold a stamp, a cost and a unique tag. So the
+// claimant, once its checks pass at head h, publishes a batch descriptor
+// (h, n, its clamped instant t) in the log's pending pointer; only one batch
+// can be in flight. Then anyone (the claimant or any caller that meets the
+// descriptor) places a busy marker (busy bit, lap, cycle, n) in slot h%L, which
+// is valid while the head is h and slot h is unclaimed, because nothing can
+// have been admitted since the claimant's check. The marker's CAS is the
+// batch's linearization point. A unit admission that claims slot h first
+// makes the batch fail instead, and its claimant starts again. Whoever sees
+// the outcome records it in the descriptor, writes t into slots h+1 ..
+// h+n-1, advances the head by n, replaces the marker by t and clears pending.
+// Every step can be done by anyone, so a claimant descheduled anywhere stalls
+// nobody, and every admission is stamped with its own claimant's instant,
+// whoever completes it. Readers treat a marker behind the head as its batch's
+// stamp, read from the next slot. Descriptors are pooled; a helper holds a
+// reference while it uses one, and a descriptor is reused only when no helper
+// holds it (see batch).
 //
 // A refused call records nothing: its own path only loads. The one write a
-// refusing caller can make is to finish someone else's admission first (advance
-// a lagging head, complete or unmark a stalled batch), which every caller does
-// and which changes no decision. With no admission in flight, a refusal leaves
-// every word as it was (TestRefusalWritesNothing).
+// refusing caller (or a reader) can make is to finish someone else's
+// admission first (advance a lagging head, mark, complete or unmark a stalled
+// batch), which every caller does, with the values its claimant chose, so it
+// changes no decision. With no admission in flight, a refusal leaves every
+// word as it was (TestRefusalWritesNothing).
 package slidelog
 
 import (
+	"sync"
 	"sync/atomic"
 )
 
@@ -81,8 +92,11 @@ const MaxWindow = 1 << 60
 // ABA.
 //
 // Stamps are instants shifted by stampBias and clamped to [1, maxStamp]:
-// about 73 years either side of the owner's base. Stamp 0 means "no admission
-// ever", which is outside every window.
+// offsets in [1-2^61, 2^61-1] ns (about 73 years either side of the owner's
+// base) map one to one; earlier ones all read as the earliest, later ones as
+// the latest, so every int64 instant gets a decision, and AllowN, TokensAt
+// and ReadyAt agree at it. Stamp 0 means "no admission ever", which is
+// outside every window.
 const (
 	busyBit   = uint64(1) << 63
 	lapBit    = uint64(1) << 62
@@ -132,6 +146,73 @@ type Log struct {
 	// slots holds the stamps of the last size indices; see the layout above.
 	// A slot is written only by compare-and-swap.
 	slots []atomic.Uint64
+	// pending is the batch (n >= 2) in flight, nil if none. Set by its
+	// claimant with CompareAndSwap(nil, d) after its checks pass; cleared by
+	// anyone with CompareAndSwap(d, nil), only after the batch's outcome is
+	// recorded, its head advanced and its marker replaced, and only while
+	// holding a reference to d (so d cannot have been reused meanwhile). While
+	// slot h holds the marker of a batch at head h, pending is that batch.
+	pending atomic.Pointer[batch]
+}
+
+// batch describes an admission of cost n >= 2 while it is in flight.
+//
+// h, n and t are written by the claimant before it publishes the batch in
+// Log.pending and never change while it is published; a helper reads them
+// only after acquirePending, which holds a reference and has seen the
+// descriptor published. A descriptor goes back to the pool only when its
+// batch is no longer pending and no helper holds a reference (refs == 0,
+// checked after pending stopped naming it; a helper that takes a reference
+// later then finds pending not naming it, or naming a new publication whose
+// fields were written before it, and reads only those). So a helper never
+// acts on fields of another publication, and its CompareAndSwap(d, nil) on
+// pending can only clear the publication it helped: pointer reuse (ABA) is
+// excluded by the reference count, not by luck. A descriptor that a helper
+// still holds is dropped for the garbage collector instead of pooled.
+type batch struct {
+	h     uint64 // head index of the first unit (cycle<<32 | pos)
+	n     uint64 // cost, 2 .. size
+	t     int64  // the claimant's clamped instant: the stamp of every unit
+	state atomic.Uint32
+	refs  atomic.Int32
+}
+
+// Batch outcomes (batch.state). Committed is recorded by whoever sees the
+// batch's marker in slot h while the head is h, before the head may pass h;
+// failed by whoever sees slot h claimed by a unit, or the head past h with
+// nothing recorded (then no marker was ever placed: a marker is placed only
+// while the head is h, and the head passes a marker only after committed is
+// recorded). The two are exclusive.
+const (
+	undecided uint32 = iota
+	committed
+	failed
+)
+
+var batchPool = sync.Pool{New: func() any { return new(batch) }}
+
+// releaseBatch gives up a descriptor its claimant owns once pending no longer
+// names it: back to the pool if no helper holds it, else to the collector.
+func releaseBatch(d *batch) {
+	if d.refs.Load() == 0 {
+		batchPool.Put(d)
+	}
+}
+
+// acquirePending returns the batch in flight with a reference held, or nil.
+// The caller must call d.refs.Add(-1) when done with it.
+func (l *Log) acquirePending() *batch {
+	for {
+		d := l.pending.Load()
+		if d == nil {
+			return nil
+		}
+		d.refs.Add(1)
+		if l.pending.Load() == d {
+			return d
+		}
+		d.refs.Add(-1)
+	}
 }
 
 // New returns a log for the rules, with a ring sized for the largest limit.
@@ -249,9 +330,8 @@ func (l *Log) AllowN(now int64, n int64) bool {
 }
 
 // allowN is AllowN that also returns, on admission, the index of the first
-// unit claimed and the stamp the units carry (0 in the rare case where
-// helpers finished the batch and the slots were reused before the caller
-// could read it). Tests use both to check every stamp.
+// unit claimed and the stamp the units carry (the caller's clamped instant).
+// Tests use both to check every stamp.
 func (l *Log) allowN(now int64, n int64) (admitted bool, first uint64, stamp int64) {
 	if n <= 0 {
 		return n == 0, 0, 0
@@ -296,6 +376,7 @@ func (l *Log) allowN(now int64, n int64) (admitted bool, first uint64, stamp int
 			}
 		}
 	}
+	var d *batch // the caller's descriptor, once it needs one (n >= 2)
 	for {
 		h := l.head.Load()
 		claim := l.slot(h)
@@ -308,7 +389,7 @@ func (l *Log) allowN(now int64, n int64) (admitted bool, first uint64, stamp int
 		}
 		if cv&lapBit == lapOf(h) {
 			// Index h is claimed already, the head lags: help, retry.
-			l.help(h, cv, now)
+			l.help(h, cv)
 			continue
 		}
 		if cv&busyBit != 0 {
@@ -344,6 +425,9 @@ func (l *Log) allowN(now int64, n int64) (admitted bool, first uint64, stamp int
 				}
 			}
 			if s != 0 && s > t-r.Window {
+				if d != nil {
+					batchPool.Put(d) // never published: nobody else saw it
+				}
 				return false, 0, 0
 			}
 		}
@@ -358,9 +442,30 @@ func (l *Log) allowN(now int64, n int64) (admitted bool, first uint64, stamp int
 		if !l.clearMarkers(l.add(h, 1), n-1) {
 			continue
 		}
-		if marker := markerFor(h, n); claim.CompareAndSwap(cv, marker) {
-			return true, h, l.complete(h, marker, t)
+		// Publish the batch; its marker (placed by drive, ours or a
+		// helper's) is the linearization point.
+		if d == nil {
+			d = batchPool.Get().(*batch)
 		}
+		d.h, d.n, d.t = h, uint64(n), t
+		d.state.Store(undecided)
+		if !l.pending.CompareAndSwap(nil, d) {
+			// Another batch is in flight: finish it, start again.
+			if o := l.acquirePending(); o != nil {
+				l.drive(o)
+				o.refs.Add(-1)
+			}
+			continue
+		}
+		l.drive(d)
+		// drive returned: the outcome is recorded and pending no longer
+		// names d.
+		if d.state.Load() == committed {
+			releaseBatch(d)
+			return true, h, t
+		}
+		releaseBatch(d)
+		d = nil // published once: take a fresh one if we try again
 	again:
 	}
 }
@@ -381,96 +486,97 @@ func (l *Log) clearMarkers(from uint64, n int64) bool {
 	return true
 }
 
-// help finishes the claim of index h, whose slot holds cv (lap(h)).
-func (l *Log) help(h, cv uint64, t int64) {
+// help finishes the claim of index h, whose slot holds cv (lap(h)): a unit's
+// by advancing the head, a batch's by driving the batch in flight.
+func (l *Log) help(h, cv uint64) {
 	if cv&busyBit == 0 {
 		l.head.CompareAndSwap(h, l.add(h, 1))
 		return
 	}
-	l.complete(h, cv, t)
+	// A marker at the head is the pending batch's. If pending names
+	// another batch (or none), this one finished meanwhile.
+	if d := l.acquirePending(); d != nil {
+		if d.h == h {
+			l.drive(d)
+		}
+		d.refs.Add(-1)
+	}
 }
 
-// complete finishes the batch claimed at index h with marker (cost in the
-// marker): writes its stamps, advances the head, replaces the marker. t is the
-// caller's clamped instant, offered as the batch's stamp; the first value that
-// lands in slot h+1 is the batch's stamp for all its slots. Any caller may
-// run it; it stops as soon as it sees the head past h.
-func (l *Log) complete(h, marker uint64, t int64) (stamp int64) {
-	n := markerCost(marker)
-	second := l.add(h, 1)
+// drive takes the published batch d (the caller owns it or holds a
+// reference) to its outcome, completes it if committed, and clears pending.
+// Any caller may run it, any number of times, concurrently; it returns once
+// the head has passed d.h and pending no longer names d.
+func (l *Log) drive(d *batch) {
+	h, n, t := d.h, d.n, d.t
+	marker := markerFor(h, int64(n))
 	for {
-		v := l.slot(second).Load()
 		if l.head.Load() != h {
-			return l.doneStamp(h)
+			// The head passed h (it only grows, and d.h was read from
+			// it). If nothing was recorded, no marker was placed: the
+			// batch failed. A committed batch's marker may still be in
+			// slot h; replace it before pending may name another batch.
+			if d.state.Load() == undecided {
+				d.state.CompareAndSwap(undecided, failed)
+			}
+			if d.state.Load() == committed {
+				l.slot(h).CompareAndSwap(marker, lapOf(h)|uint64(t))
+			}
+			l.pending.CompareAndSwap(d, nil)
+			return
 		}
-		if v&lapBit == lapOf(second) {
-			stamp = int64(v & valueMask)
-			break
+		v := l.slot(h).Load()
+		if l.head.Load() != h {
+			continue // v must be slot h's value while the head is h
 		}
-		// The batch's stamp is not decided yet: offer ours, but no
-		// earlier than the batch was admissible. The slots batchStamp
-		// reads keep their values until slot second is written (a batch
-		// of the whole ring overwrites its predecessor's slot last).
-		t2, ok := l.batchStamp(h, n)
-		if !ok {
-			continue
+		switch {
+		case v == marker:
+			// Placed by a helper of d (the only batch that can mark
+			// index h): committed. Write its stamp, then move on.
+			d.state.CompareAndSwap(undecided, committed)
+			if l.fill(h, n, t) {
+				l.head.CompareAndSwap(h, l.add(h, n))
+			}
+		case v&lapBit == lapOf(h):
+			// A unit claimed index h first: the batch failed. Help
+			// the unit's head advance.
+			d.state.CompareAndSwap(undecided, failed)
+			l.head.CompareAndSwap(h, l.add(h, 1))
+		case v&busyBit != 0:
+			// An older batch's marker (index h-size): resolve it.
+			l.stampAt(l.sub(h, l.size))
+		default:
+			// Unclaimed, and the head is still h: no admission since
+			// the claimant's check, which therefore still holds. Mark.
+			l.slot(h).CompareAndSwap(v, marker)
 		}
-		l.slot(second).CompareAndSwap(v, lapOf(second)|uint64(max(t, t2)))
 	}
-	j := second
-	for range n - 2 {
+}
+
+// fill writes stamp t into slots h+1 .. h+n-1 of the committed batch at h.
+// It reports false if it saw the head move past h (someone else finished).
+func (l *Log) fill(h, n uint64, t int64) bool {
+	j := h
+	for range n - 1 {
 		j = l.add(j, 1)
-		v := l.slot(j).Load()
-		if l.head.Load() != h {
-			return stamp
-		}
-		if v&lapBit != lapOf(j) {
-			l.slot(j).CompareAndSwap(v, lapOf(j)|uint64(stamp))
+		for {
+			v := l.slot(j).Load()
+			if l.head.Load() != h {
+				return false
+			}
+			// While the head is h the slot holds index j-size (old lap)
+			// or already index j (this batch's stamp).
+			if v&lapBit == lapOf(j) || l.slot(j).CompareAndSwap(v, lapOf(j)|uint64(t)) {
+				break
+			}
 		}
 	}
-	l.head.CompareAndSwap(h, l.add(h, n))
-	l.slot(h).CompareAndSwap(marker, lapOf(h)|uint64(stamp))
-	return stamp
+	return true
 }
 
-// doneStamp returns the stamp of the batch at h once the head has passed it,
-// or 0 if its slots may have been reused already.
-func (l *Log) doneStamp(h uint64) int64 {
-	second := l.add(h, 1)
-	v := l.slot(second).Load()
-	// Index second+size cannot be claimed while the head is at most there.
-	if v&lapBit != lapOf(second) || l.head.Load() > l.add(second, l.size) {
-		return 0
-	}
-	return int64(v & valueMask)
-}
-
-// batchStamp returns the earliest instant the batch of cost n claimed at h
-// may be stamped with: not before the predecessor's stamp, and late enough to
-// pass every rule's check. A helper's own instant may be earlier than the
-// claimant's; it must not stamp the batch before it was admissible. ok is
-// false when the head has moved past h (the batch is done).
-func (l *Log) batchStamp(h, n uint64) (int64, bool) {
-	t, ok := l.stampAt(l.sub(h, 1))
-	if !ok {
-		return 0, false
-	}
-	for i := range l.rules {
-		r := &l.rules[i]
-		s, ok := l.stampAt(l.sub(h, uint64(r.Limit)-n+1))
-		if !ok {
-			return 0, false
-		}
-		if s > 0 {
-			t = max(t, s+r.Window)
-		}
-	}
-	return t, true
-}
-
-// snapshot reads the head and the latest stamp consistently; now (a stamp)
-// is what the reader offers if it has to help a batch along.
-func (l *Log) snapshot(now int64) (h uint64, last int64) {
+// snapshot reads the head and the latest stamp consistently, helping a
+// lagging head or a batch in flight along first.
+func (l *Log) snapshot() (h uint64, last int64) {
 	for {
 		h = l.head.Load()
 		cv := l.slot(h).Load()
@@ -478,7 +584,7 @@ func (l *Log) snapshot(now int64) (h uint64, last int64) {
 			continue
 		}
 		if cv&lapBit == lapOf(h) {
-			l.help(h, cv, now)
+			l.help(h, cv)
 			continue
 		}
 		if last, ok := l.stampAt(l.sub(h, 1)); ok {
@@ -495,7 +601,7 @@ func (l *Log) TokensAt(now int64) int64 {
 	}
 	now = toStamp(now)
 retry:
-	h, last := l.snapshot(now)
+	h, last := l.snapshot()
 	t := max(now, last)
 	best := l.minLimit
 	for i := range l.rules {
@@ -541,7 +647,7 @@ func (l *Log) RemainingAt(now int64, dst []int) []int {
 	n0 := len(dst)
 retry:
 	dst = dst[:n0]
-	h, last := l.snapshot(now)
+	h, last := l.snapshot()
 	t := max(now, last)
 	for i := range l.rules {
 		k, ok := l.room(h, t, &l.rules[i], l.rules[i].Limit)
@@ -554,8 +660,10 @@ retry:
 }
 
 // ReadyAt returns the earliest instant >= now at which n would be admitted if
-// nothing else is; ok is false if n can never be admitted. n == 0 is ready at
-// now.
+// nothing else is; ok is false if n can never be admitted: n < 0, n above the
+// smallest limit, or a window that stays full at the latest stamp there is
+// (past the saturation range time cannot advance any further). n == 0 is
+// ready at now.
 func (l *Log) ReadyAt(now int64, n int64) (at int64, ok bool) {
 	if n == 0 {
 		return now, true
@@ -565,7 +673,7 @@ func (l *Log) ReadyAt(now int64, n int64) (at int64, ok bool) {
 	}
 	stampNow := toStamp(now)
 	for {
-		h, last := l.snapshot(stampNow)
+		h, last := l.snapshot()
 		need := int64(0)
 		for i := range l.rules {
 			r := &l.rules[i]
@@ -577,12 +685,18 @@ func (l *Log) ReadyAt(now int64, n int64) (at int64, ok bool) {
 				need = max(need, s+r.Window)
 			}
 		}
-		// AllowN(u, n) decides at max(u, last): it admits iff need is at
-		// most that. So it admits now, or from the instant need on.
+		// AllowN(u, n) decides at max(toStamp(u), last): it admits iff
+		// need is at most that. So it admits now, or from the instant
+		// need on, or never if need is past the last stamp there is.
 		if need <= max(stampNow, last) {
 			return now, true
 		}
-		return max(now, fromStamp(need)), true
+		if need > maxStamp {
+			return 0, false
+		}
+		// need > stampNow, so fromStamp(need) is after now and inside
+		// the range where toStamp is exact: toStamp(at) == need.
+		return fromStamp(need), true
 	retry:
 	}
 }
@@ -595,6 +709,6 @@ func (l *Log) IdleAt(now int64) bool {
 		return true
 	}
 	stampNow := toStamp(now)
-	_, last := l.snapshot(stampNow)
+	_, last := l.snapshot()
 	return last == 0 || last <= stampNow-l.maxWindow
 }

@@ -1,16 +1,33 @@
 package slidelog
 
 import (
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
 )
 
 // claimOnly is a test seam: it performs a claim of n at now exactly as AllowN
-// does up to and including its compare-and-swap on the claim slot, and then
-// stops, as if its goroutine were descheduled there. It returns the head it
-// claimed at and the value it stored (a stamp for n == 1, a marker for n >= 2).
-func claimOnly(t *testing.T, l *Log, now, n int64) (h, stored uint64, stamp int64) {
+// does up to and including its linearization point, and then stops, as if
+// its goroutine were descheduled there: for n == 1 the compare-and-swap on the
+// claim slot; for n >= 2 the batch's publication and its marker. It returns
+// the head it claimed at, the batch (nil for n == 1) and the stamp.
+func claimOnly(t *testing.T, l *Log, now, n int64) (h uint64, d *batch, stamp int64) {
+	t.Helper()
+	h, d, stamp = publishOnly(t, l, now, n)
+	if n == 1 {
+		return h, nil, stamp
+	}
+	cv := l.slot(h).Load()
+	if !l.slot(h).CompareAndSwap(cv, markerFor(h, n)) {
+		t.Fatalf("claimOnly: marker CAS failed")
+	}
+	return h, d, stamp
+}
+
+// publishOnly is claimOnly stopped one step earlier for n >= 2: the batch is
+// published in pending, its marker not yet placed. For n == 1 it is claimOnly.
+func publishOnly(t *testing.T, l *Log, now, n int64) (h uint64, d *batch, stamp int64) {
 	t.Helper()
 	now = toStamp(now)
 	h = l.head.Load()
@@ -28,17 +45,36 @@ func claimOnly(t *testing.T, l *Log, now, n int64) (h, stored uint64, stamp int6
 			t.Fatalf("claimOnly: the claim would be refused")
 		}
 	}
-	stored = lapOf(h) | uint64(stamp)
-	if n > 1 {
-		if !l.clearMarkers(l.add(h, 1), n-1) {
-			t.Fatalf("claimOnly: clearMarkers failed")
+	if n == 1 {
+		if !l.slot(h).CompareAndSwap(cv, lapOf(h)|uint64(stamp)) {
+			t.Fatalf("claimOnly: claim CAS failed")
 		}
-		stored = markerFor(h, n)
+		return h, nil, stamp
 	}
-	if !l.slot(h).CompareAndSwap(cv, stored) {
-		t.Fatalf("claimOnly: claim CAS failed")
+	if !l.clearMarkers(l.add(h, 1), n-1) {
+		t.Fatalf("claimOnly: clearMarkers failed")
 	}
-	return h, stored, stamp
+	d = &batch{h: h, n: uint64(n), t: stamp}
+	if !l.pending.CompareAndSwap(nil, d) {
+		t.Fatalf("claimOnly: another batch is pending")
+	}
+	return h, d, stamp
+}
+
+// stampsOf returns the stamps of indices h .. h+n-1 as readers see them.
+func stampsOf(t *testing.T, l *Log, h, n uint64) []int64 {
+	t.Helper()
+	var out []int64
+	j := h
+	for range n {
+		s, ok := l.stampAt(j)
+		if !ok {
+			t.Fatalf("index %d unreadable", j)
+		}
+		out = append(out, s)
+		j = l.add(j, 1)
+	}
+	return out
 }
 
 // rush has goroutines call AllowN(now, n) once each, all at once, and returns
@@ -86,7 +122,8 @@ func TestStalledUnitClaim(t *testing.T) {
 
 // A goroutine descheduled right after claiming a batch (marker stored, no
 // stamp written, head not advanced) must not stall the others: they finish
-// its batch, then decide against it. Also with the batch half written.
+// its batch, with its claimant's stamp, then decide against it. Also with the
+// batch half written.
 func TestStalledBatchClaim(t *testing.T) {
 	for _, tc := range []struct {
 		limit, n    int64
@@ -97,7 +134,7 @@ func TestStalledBatchClaim(t *testing.T) {
 		l := New([]Rule{{Limit: tc.limit, Window: 1000}})
 		const now = 700
 		l.AllowN(now-1500, 1) // an old admission, outside the window
-		h, marker, stamp := claimOnly(t, l, now, tc.n)
+		h, d, stamp := claimOnly(t, l, now, tc.n)
 		if tc.writeSecond {
 			second := l.add(h, 1)
 			l.slot(second).Store(lapOf(second) | uint64(stamp))
@@ -106,8 +143,17 @@ func TestStalledBatchClaim(t *testing.T) {
 			t.Fatalf("%+v: %d admitted beside a stalled batch, want %d", tc, got, tc.limit-tc.n)
 		}
 		// The claimant resumes and runs the rest of its admission.
-		if got := l.complete(h, marker, stamp); got != 0 && got != stamp {
-			t.Fatalf("%+v: resumed claimant sees stamp %d, want %d", tc, got, stamp)
+		l.drive(d)
+		if got := d.state.Load(); got != committed {
+			t.Fatalf("%+v: resumed claimant sees outcome %d, want committed", tc, got)
+		}
+		if l.pending.Load() != nil {
+			t.Fatalf("%+v: pending not cleared", tc)
+		}
+		for i, s := range stampsOf(t, l, h, uint64(tc.n)) {
+			if s != stamp {
+				t.Fatalf("%+v: unit %d of the batch stamped %d, want its claimant's %d", tc, i, s, stamp)
+			}
 		}
 		if got := l.TokensAt(now); got != 0 {
 			t.Fatalf("%+v: TokensAt = %d, want 0", tc, got)
@@ -121,17 +167,79 @@ func TestStalledBatchClaim(t *testing.T) {
 	}
 }
 
-// A stalled batch claim is finished by readers too, not only by AllowN.
+// A stalled batch claim is finished by readers too, not only by AllowN, and
+// with its claimant's instant, not the reader's: readers an hour before and
+// after, and a refused call at another instant, all leave the batch stamped
+// at its claimant's instant (issue 10).
 func TestStalledBatchFinishedByReaders(t *testing.T) {
-	l := New([]Rule{{Limit: 4, Window: 1000}})
-	claimOnly(t, l, 10, 3)
-	if got := l.TokensAt(10); got != 1 {
-		t.Fatalf("TokensAt = %d beside a stalled batch of 3 (limit 4), want 1", got)
+	const hour = int64(3600e9)
+	for i, finish := range []func(l *Log){
+		func(l *Log) { l.TokensAt(10 - hour) },
+		func(l *Log) { l.TokensAt(10 + hour) },
+		func(l *Log) { l.ReadyAt(10-hour, 1) },
+		func(l *Log) { l.ReadyAt(10+hour, 2) },
+		func(l *Log) { l.IdleAt(10 + hour) },
+		func(l *Log) { l.RemainingAt(10-hour, nil) },
+		func(l *Log) { l.AllowN(10-hour, 2) },
+	} {
+		l := New([]Rule{{Limit: 4, Window: 1000}})
+		h, d, stamp := claimOnly(t, l, 10, 3)
+		finish(l)
+		if l.head.Load() != l.add(h, 3) || l.pending.Load() != nil || d.state.Load() != committed {
+			t.Fatalf("finisher %d: batch not finished", i)
+		}
+		for k, s := range stampsOf(t, l, h, 3) {
+			if s != stamp {
+				t.Fatalf("finisher %d: unit %d stamped %d, want the claimant's %d", i, k, s, stamp)
+			}
+		}
+		if got := l.TokensAt(10); got != 1 {
+			t.Fatalf("finisher %d: TokensAt = %d beside a batch of 3 (limit 4), want 1", i, got)
+		}
+		if at, ok := l.ReadyAt(10, 2); !ok || at != 1010 {
+			t.Fatalf("finisher %d: ReadyAt(10, 2) = %d, %v, want 1010, true", i, at, ok)
+		}
+		if l.IdleAt(1009) || !l.IdleAt(1010) {
+			t.Fatalf("finisher %d: IdleAt around the batch's expiry is wrong", i)
+		}
 	}
-	if at, ok := l.ReadyAt(10, 2); !ok || at != 1010 {
-		t.Fatalf("ReadyAt(10, 2) = %d, %v, want 1010, true", at, ok)
-	}
-	if l.IdleAt(1009) || !l.IdleAt(1010) {
-		t.Fatalf("IdleAt around the batch's expiry is wrong")
-	}
+}
+
+// A goroutine descheduled after publishing its batch, before any marker,
+// stalls nobody: a unit claimant takes the slot and the batch fails (its
+// claimant, resuming, learns it and may try again); a batch claimant marks it
+// and finishes it first; a reader decides as if it were not there yet.
+func TestStalledBatchPublished(t *testing.T) {
+	const now = 500
+	t.Run("units", func(t *testing.T) {
+		l := New([]Rule{{Limit: 4, Window: 1000}})
+		_, d, _ := publishOnly(t, l, now, 3)
+		if got := l.TokensAt(now); got != 4 {
+			t.Fatalf("TokensAt = %d with the batch only published, want 4", got)
+		}
+		if got := rush(l, 8, now, 1); got != 4 {
+			t.Fatalf("%d units admitted beside an unmarked batch, want 4", got)
+		}
+		l.drive(d)
+		if d.state.Load() != failed || l.pending.Load() != nil {
+			t.Fatalf("outcome %d, pending %p: want failed, nil", d.state.Load(), l.pending.Load())
+		}
+		if l.AllowN(now, 3) {
+			t.Fatalf("the failed batch's retry was admitted in a full window")
+		}
+	})
+	t.Run("batches", func(t *testing.T) {
+		l := New([]Rule{{Limit: 7, Window: 1000}})
+		h, d, stamp := publishOnly(t, l, now, 3)
+		if got := rush(l, 8, now+1, 2); got != 2 {
+			t.Fatalf("%d batches of 2 admitted beside a published batch of 3 (limit 7), want 2", got)
+		}
+		l.drive(d)
+		if d.state.Load() != committed {
+			t.Fatalf("the published batch was not committed by its helpers")
+		}
+		if got := stampsOf(t, l, h, 3); !slices.Equal(got, []int64{stamp, stamp, stamp}) {
+			t.Fatalf("batch stamped %v, want its claimant's %d", got, stamp)
+		}
+	})
 }
