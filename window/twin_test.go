@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/slidelimit/slidelimit/internal/clock"
+	"github.com/slidelimit/slidelimit/internal/twocount"
 )
 
 // This file holds the mutex twin, the harness that runs every test on both
@@ -18,12 +19,12 @@ import (
 
 // mutexLimiter has the semantics of Limiter, with the state in plain fields
 // guarded by a mutex. It is the reference the lock-free protocol is tested
-// against and the baseline the benchmarks compare with. It shares step, fits,
-// tokens and readyAt with Limiter (the arithmetic is checked against refModel
-// and, in fuzz/, against math/big), but none of the word encoding.
+// against and the baseline the benchmarks compare with. It shares the
+// arithmetic of internal/twocount with Limiter (checked there against
+// math/big), but none of the word encoding.
 type mutexLimiter struct {
-	limit, window int64
-	base          clock.Base
+	rule twocount.Rule
+	base clock.Base
 
 	mu sync.Mutex
 	// start, prev and curr are guarded by mu: the current window's start and
@@ -35,11 +36,12 @@ func newMutex(limit int, window time.Duration) (*mutexLimiter, error) {
 	if err := validate(limit, window); err != nil {
 		return nil, err
 	}
-	return &mutexLimiter{limit: int64(limit), window: int64(window), base: clock.NewBase(), start: startNew}, nil
+	r := twocount.Rule{Limit: int64(limit), Window: int64(window)}
+	return &mutexLimiter{rule: r, base: clock.NewBase(), start: twocount.StartNew}, nil
 }
 
-func (m *mutexLimiter) Limit() int                       { return int(m.limit) }
-func (m *mutexLimiter) Window() time.Duration            { return time.Duration(m.window) }
+func (m *mutexLimiter) Limit() int                       { return int(m.rule.Limit) }
+func (m *mutexLimiter) Window() time.Duration            { return time.Duration(m.rule.Window) }
 func (m *mutexLimiter) Allow() bool                      { return m.allow(m.base.Now(), 1) }
 func (m *mutexLimiter) AllowN(now time.Time, n int) bool { return m.allow(m.base.Offset(now), n) }
 func (m *mutexLimiter) Wait(ctx context.Context) error   { return m.WaitN(ctx, 1) }
@@ -52,26 +54,22 @@ func (m *mutexLimiter) allow(off int64, n int) bool {
 		return n == 0
 	}
 	k := int64(n)
-	if k > m.limit {
+	if k > m.rule.Limit {
 		return false
 	}
-	t0 := clampOff(off)
 	m.mu.Lock()
-	t := max(t0, m.start)
-	ws, p, c, _ := step(m.start, m.prev, m.curr, t, m.window)
-	if !fits(m.limit, m.window, p, c, t-ws, k) {
-		m.mu.Unlock()
+	defer m.mu.Unlock()
+	t, ws, p, c, _ := m.rule.View(m.start, m.prev, m.curr, off)
+	if !m.rule.Fits(p, c, t-ws, k) {
 		return false
 	}
 	m.start, m.prev, m.curr = ws, p, c+k
-	m.mu.Unlock()
 	return true
 }
 
 // viewLocked requires m.mu.
 func (m *mutexLimiter) viewLocked(off int64) (t, ws, p, c int64) {
-	t = max(clampOff(off), m.start)
-	ws, p, c, _ = step(m.start, m.prev, m.curr, t, m.window)
+	t, ws, p, c, _ = m.rule.View(m.start, m.prev, m.curr, off)
 	return t, ws, p, c
 }
 
@@ -79,32 +77,33 @@ func (m *mutexLimiter) TokensAt(now time.Time) int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	t, ws, p, c := m.viewLocked(m.base.Offset(now))
-	return int(tokens(m.limit, m.window, p, c, t-ws))
+	return int(m.rule.Tokens(p, c, t-ws))
 }
 
 func (m *mutexLimiter) ReadyAt(now time.Time, n int) (time.Time, bool) {
 	if n == 0 {
 		return now, true
 	}
-	if n < 0 || int64(n) > m.limit {
+	if n < 0 || int64(n) > m.rule.Limit {
 		return time.Time{}, false
 	}
-	off := m.base.Offset(now)
 	m.mu.Lock()
-	t, ws, p, c := m.viewLocked(off)
+	t, ws, p, c := m.viewLocked(m.base.Offset(now))
 	m.mu.Unlock()
-	r := readyAt(m.limit, m.window, ws, p, c, t, int64(n))
-	if r <= off || r == t {
+	switch r := m.rule.ReadyAt(ws, p, c, t, int64(n)); {
+	case r == t:
 		return now, true
+	case r > twocount.OffMax:
+		return time.Time{}, false
+	default:
+		return m.base.Time(r), true
 	}
-	return m.base.Time(r), true
 }
 
 func (m *mutexLimiter) IdleAt(now time.Time) bool {
-	t := clampOff(m.base.Offset(now))
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return t-m.start >= 2*m.window
+	return m.rule.Idle(m.start, m.base.Offset(now))
 }
 
 // limiter is the method set both implementations share (docs/api-contract.md),
@@ -128,14 +127,14 @@ type limiter interface {
 
 func (l *Limiter) setState(start time.Time, prev, curr int64) {
 	a := l.at.Load()
-	l.at.Store(packAt(clampOff(l.base.Offset(start)), false, a&1))
+	l.at.Store(packAt(twocount.Clamp(l.base.Offset(start)), false, a&1))
 	gen := l.cnt.Load() >> genShift
 	l.cnt.Store(gen<<genShift | uint64(prev)<<countBits | uint64(curr))
 }
 
 func (m *mutexLimiter) setState(start time.Time, prev, curr int64) {
 	m.mu.Lock()
-	m.start, m.prev, m.curr = clampOff(m.base.Offset(start)), prev, curr
+	m.start, m.prev, m.curr = twocount.Clamp(m.base.Offset(start)), prev, curr
 	m.mu.Unlock()
 }
 

@@ -41,19 +41,21 @@ package window
 import (
 	"context"
 	"fmt"
-	"math/bits"
 	"sync/atomic"
 	"time"
 	"unsafe"
 
 	"github.com/slidelimit/slidelimit/internal/clock"
+	"github.com/slidelimit/slidelimit/internal/twocount"
 )
 
-// MaxLimit is the largest limit New accepts: each counter is 20 bits wide.
-const MaxLimit = countMask
+// MaxLimit is the largest limit New accepts (each counter is 20 bits wide).
+// multi.MaxApproxLimit is the same.
+const MaxLimit = 1<<20 - 1
 
 // MaxWindow is the longest window New accepts, 2^57 ns (about 4.6 years).
-const MaxWindow = time.Duration(maxWindow)
+// multi.MaxApproxWindow is the same.
+const MaxWindow time.Duration = 1 << 57
 
 // ErrNeverReady is wrapped by the error WaitN returns for an n that can never
 // be admitted (negative, or above the limit).
@@ -73,30 +75,29 @@ const (
 	countMask = 1<<countBits - 1
 	genShift  = 2 * countBits // the generation occupies bits 63..40 of cnt
 
-	maxWindow = 1 << 57
-
-	// Offsets (nanoseconds from base) are clamped to [offMin, offMax]. A
-	// window start is at most offMax, so start+window stays below 2^61 and
-	// fits the 62-bit start field; startNew, the start of a new limiter, is
-	// at least 2*maxWindow before every clamped offset, so a new limiter's
-	// state has expired at every instant.
-	startNew = -1 << 61
-	offMin   = startNew + 2*maxWindow
-	offMax   = 1<<61 - 1 - 2*maxWindow
-
 	rollBit = 2 // in at: start was reached by a rollover
+)
+
+// The counters hold twocount's largest limit, and the two packages accept
+// the same limits (array lengths must be non-negative).
+var (
+	_ [countMask - twocount.MaxLimit]struct{}
+	_ [twocount.MaxLimit - MaxLimit]struct{}
+	_ [MaxLimit - twocount.MaxLimit]struct{}
+	_ [twocount.MaxWindow - MaxWindow]struct{}
+	_ [MaxWindow - twocount.MaxWindow]struct{}
 )
 
 // header holds what every call reads: the configuration and the window word.
 type header struct {
-	limit  int64
-	window int64
-	base   clock.Base
+	rule twocount.Rule // Limit 0 in the zero Limiter
+	base clock.Base
 
 	// at is the window word. Bits, high to low:
 	//
 	//	bits 63..2  start: first instant of the current window, a signed
-	//	            62-bit nanosecond offset from base. It only increases.
+	//	            62-bit nanosecond offset from base (twocount.StartNew
+	//	            in a new limiter). It only increases.
 	//	bit  1      roll: start was reached by a rollover (start = the old
 	//	            start + window), so the old curr becomes prev; if 0,
 	//	            start is a new anchor and both counters restart at 0
@@ -144,8 +145,8 @@ func New(limit int, window time.Duration) (*Limiter, error) {
 	if err := validate(limit, window); err != nil {
 		return nil, err
 	}
-	l := &Limiter{header: header{limit: int64(limit), window: int64(window), base: clock.NewBase()}}
-	l.at.Store(packAt(startNew, false, 0))
+	l := &Limiter{header: header{rule: twocount.Rule{Limit: int64(limit), Window: int64(window)}, base: clock.NewBase()}}
+	l.at.Store(packAt(twocount.StartNew, false, 0))
 	return l, nil
 }
 
@@ -161,10 +162,10 @@ func validate(limit int, window time.Duration) error {
 }
 
 // Limit returns the limit the limiter was created with.
-func (l *Limiter) Limit() int { return int(l.limit) }
+func (l *Limiter) Limit() int { return int(l.rule.Limit) }
 
 // Window returns the window the limiter was created with.
-func (l *Limiter) Window() time.Duration { return time.Duration(l.window) }
+func (l *Limiter) Window() time.Duration { return time.Duration(l.rule.Window) }
 
 // Allow is shorthand for AllowN(time.Now(), 1), reading only the monotonic
 // clock.
@@ -184,34 +185,36 @@ func (l *Limiter) AllowN(now time.Time, n int) bool {
 // snapshot: under concurrent admissions it may be stale by the time it
 // returns.
 func (l *Limiter) TokensAt(now time.Time) int {
-	if l.limit == 0 {
+	if l.rule.Limit == 0 {
 		return 0
 	}
 	t, ws, p, c := l.view(l.base.Offset(now))
-	return int(tokens(l.limit, l.window, p, c, t-ws))
+	return int(l.rule.Tokens(p, c, t-ws))
 }
 
 // ReadyAt returns the earliest instant, not before now, at which AllowN would
 // admit n if nothing else were admitted meanwhile: now itself when n fits
 // now. It is what an HTTP 429's Retry-After needs. ok is false when n can
-// never be admitted (n < 0 or n > Limit()); n == 0 is ready at now.
+// never be admitted: n < 0 or n > Limit(), or n does not fit at the last
+// instant the limiter can tell apart (about 63 years after New; see the
+// package documentation), after which time no longer moves for it. n == 0
+// is ready at now.
 func (l *Limiter) ReadyAt(now time.Time, n int) (at time.Time, ok bool) {
 	if n == 0 {
 		return now, true
 	}
-	if n < 0 || int64(n) > l.limit {
+	if n < 0 || int64(n) > l.rule.Limit {
 		return time.Time{}, false
 	}
-	off := l.base.Offset(now)
-	t, ws, p, c := l.view(off)
-	r := readyAt(l.limit, l.window, ws, p, c, t, int64(n))
-	if r <= off || r == t {
-		// Ready at the clamped instant: now itself (an instant before the
-		// current window is treated as its start), or now lies beyond the
-		// clamping range.
-		return now, true
+	t, ws, p, c := l.view(l.base.Offset(now))
+	switch r := l.rule.ReadyAt(ws, p, c, t, int64(n)); {
+	case r == t:
+		return now, true // n fits at the instant now is decided at
+	case r > twocount.OffMax:
+		return time.Time{}, false
+	default:
+		return l.base.Time(r), true
 	}
-	return l.base.Time(r), true
 }
 
 // IdleAt reports whether the limiter carries no information at now: nothing
@@ -220,12 +223,11 @@ func (l *Limiter) ReadyAt(now time.Time, n int) (at time.Time, ok bool) {
 // new limiter would, so it can be dropped and recreated (package keyed relies
 // on this). IdleAt becomes true at most 2*window after the last admission.
 func (l *Limiter) IdleAt(now time.Time) bool {
-	if l.limit == 0 {
+	if l.rule.Limit == 0 {
 		return true
 	}
-	t := clampOff(l.base.Offset(now))
 	a, _, _ := l.snapshot()
-	return t-startOf(a) >= 2*l.window
+	return l.rule.Idle(startOf(a), l.base.Offset(now))
 }
 
 // Wait is shorthand for WaitN(ctx, 1).
@@ -244,21 +246,21 @@ func (l *Limiter) WaitN(ctx context.Context, n int) error {
 // allow is AllowN on an offset from base.
 //
 // Each round takes a consistent snapshot of both words and decides on it. A
-// refused call returns without writing. An admitted call first brings the
-// state up to its instant, one step per round: install the counters of a
-// start that has moved (pending), or move start (rollover or new anchor);
-// then it adds n to curr. Every write is a compare-and-swap against the
-// snapshot, so a round whose snapshot went stale writes nothing and retries.
+// call that does not fit returns without writing. A call that fits first
+// brings the state up to its instant, one step per round: install the
+// counters of a start that has moved (pending), or move start (rollover or
+// new anchor); then it adds n to curr. Every write is a compare-and-swap
+// against the snapshot, so a round whose snapshot went stale writes nothing
+// and retries. (A call can move start and then find the room taken: see
+// docs/window.md, "Races".)
 func (l *Limiter) allow(off int64, n int) bool {
 	if n <= 0 {
 		return n == 0
 	}
 	k := int64(n)
-	if k > l.limit {
+	if k > l.rule.Limit {
 		return false
 	}
-	w := l.window
-	t0 := clampOff(off)
 	for {
 		// The snapshot, written out here because (*Limiter).snapshot is
 		// just over the inlining budget and this is the hot path.
@@ -272,18 +274,17 @@ func (l *Limiter) allow(off int64, n int) bool {
 			ci = install(a, c)
 		}
 		start := startOf(a)
-		t := max(t0, start)
-		ws, p, q, adv := step(start, prevOf(ci), currOf(ci), t, w)
-		if !fits(l.limit, w, p, q, t-ws, k) {
+		t, ws, p, q, adv := l.rule.View(start, prevOf(ci), currOf(ci), off)
+		if !l.rule.Fits(p, q, t-ws, k) {
 			return false
 		}
 		switch {
 		case c != ci: // counters not installed for start yet
 			l.cnt.CompareAndSwap(c, ci)
-		case adv == advRoll:
-			l.at.CompareAndSwap(a, packAt(start+w, true, a&1^1))
-		case adv == advAnchor:
-			l.at.CompareAndSwap(a, packAt(t, false, a&1^1))
+		case adv == twocount.Roll:
+			l.at.CompareAndSwap(a, packAt(ws, true, a&1^1))
+		case adv == twocount.Anchor:
+			l.at.CompareAndSwap(a, packAt(ws, false, a&1^1))
 		default:
 			if l.cnt.CompareAndSwap(c, c+uint64(k)) {
 				return true
@@ -311,13 +312,11 @@ func (l *Limiter) snapshot() (a, c, ci uint64) {
 	return a, c, c
 }
 
-// view returns the clamped instant t for offset off, and the window start
+// view returns the instant t offset off is decided at, and the window start
 // and counters in effect at t.
 func (l *Limiter) view(off int64) (t, ws, p, c int64) {
 	a, _, ci := l.snapshot()
-	start := startOf(a)
-	t = max(clampOff(off), start)
-	ws, p, c, _ = step(start, prevOf(ci), currOf(ci), t, l.window)
+	t, ws, p, c, _ = l.rule.View(startOf(a), prevOf(ci), currOf(ci), off)
 	return t, ws, p, c
 }
 
@@ -343,100 +342,3 @@ func packAt(start int64, roll bool, parity uint64) uint64 {
 func startOf(a uint64) int64 { return int64(a) >> 2 }
 func prevOf(c uint64) int64  { return int64(c>>countBits) & countMask }
 func currOf(c uint64) int64  { return int64(c) & countMask }
-
-func clampOff(off int64) int64 { return min(max(off, offMin), offMax) }
-
-// advance says what an admission at an instant must write before adding its
-// cost: nothing, a rollover to the next window, or a new anchor.
-type advance uint8
-
-const (
-	advNone advance = iota
-	advRoll
-	advAnchor
-)
-
-// step is the state machine shared by the lock-free limiter and its mutex
-// twin. Given the current window start and counters and an instant t >=
-// start, it returns the window start and counters in effect at t, and the
-// advance an admission at t needs:
-//
-//   - t in [start, start+w): the same window.
-//   - t in [start+w, start+2w): the next window; the old curr becomes prev.
-//   - later: both windows are empty; the limiter is idle, and an admission at
-//     t anchors a new window at t.
-func step(start, prev, curr, t, w int64) (ws, p, c int64, adv advance) {
-	switch d := t - start; {
-	case d < w:
-		return start, prev, curr, advNone
-	case d < 2*w:
-		return start + w, curr, 0, advRoll
-	default:
-		return t, 0, 0, advAnchor
-	}
-}
-
-// fits reports whether prev*(w-el) + (curr+n)*w <= limit*w, exactly. With
-// prev, curr, n, limit < 2^20 and w <= 2^57 the products reach 2^77, so the
-// comparison prev*(w-el) <= (limit-curr-n)*w is made on 128-bit products.
-// el is in [0, w).
-func fits(limit, w, prev, curr, el, n int64) bool {
-	r := limit - curr - n
-	if r < 0 {
-		return false
-	}
-	if prev == 0 {
-		return true
-	}
-	h1, l1 := bits.Mul64(uint64(prev), uint64(w-el))
-	h2, l2 := bits.Mul64(uint64(r), uint64(w))
-	return h1 < h2 || h1 == h2 && l1 <= l2
-}
-
-// tokens returns the largest n with prev*(w-el) + (curr+n)*w <= limit*w, or 0:
-// limit - curr - ceil(prev*(w-el)/w).
-func tokens(limit, w, prev, curr, el int64) int64 {
-	hi, lo := bits.Mul64(uint64(prev), uint64(w-el))
-	// The quotient is at most prev, so hi < w and Div64 cannot overflow.
-	q, rem := bits.Div64(hi, lo, uint64(w))
-	if rem != 0 {
-		q++
-	}
-	return max(limit-curr-int64(q), 0)
-}
-
-// mulDiv returns floor(a*b/c) for a, b, c > 0 when the result is below 2^63;
-// callers guarantee it.
-func mulDiv(a, b, c int64) int64 {
-	hi, lo := bits.Mul64(uint64(a), uint64(b))
-	q, _ := bits.Div64(hi, lo, uint64(c))
-	return int64(q)
-}
-
-// readyAt returns the earliest instant >= t at which n fits if nothing else
-// is admitted, given the window start ws and counters in effect at t.
-//
-// Within the window, prev*(w-el) <= r*w with r = limit-curr-n holds iff
-// w-el <= floor(r*w/prev), so from el = w - floor(r*w/prev). From the next
-// window on, prev' = curr and curr' = 0, and n fits from
-// el' = w - floor((limit-n)*w/curr). At ws+2w the limiter is idle, and n
-// (at most limit) fits.
-func readyAt(limit, w, ws, prev, curr, t, n int64) int64 {
-	if fits(limit, w, prev, curr, t-ws, n) {
-		return t
-	}
-	// n does not fit at t: if r >= 0 then prev*(w-el) > r*w, so
-	// r*w/prev < w and mulDiv's result is below w.
-	if r := limit - curr - n; r >= 0 && prev > 0 {
-		if f := mulDiv(r, w, prev); f > 0 {
-			return ws + w - f
-		}
-	}
-	next := ws + w
-	if curr <= limit-n {
-		// Includes curr == 0: prev' = curr fits at once.
-		return next
-	}
-	// curr > limit-n >= 0, so (limit-n)*w/curr < w.
-	return next + w - mulDiv(limit-n, w, curr)
-}
