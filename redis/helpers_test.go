@@ -127,3 +127,11 @@ func ctxT(t testing.TB) context.Context {
 	t.Helper()
 	return t.Context()
 }
+
+// quiet drops go-redis's own log lines (dial failures while a test has
+// stopped a server on purpose); the tests assert on the errors instead.
+type quiet struct{}
+
+func (quiet) Printf(context.Context, string, ...any) {}
+
+func init() { goredis.SetLogger(quiet{}) }

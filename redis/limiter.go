@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net"
 	"strings"
 	"time"
 
@@ -303,6 +304,11 @@ func (l *Limiter) AllowN(ctx context.Context, key string, now time.Time, n int) 
 	reply, err := l.run(ctx, rk, args)
 	if err == nil {
 		return l.decision(reply)
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() && !errors.Is(err, context.DeadlineExceeded) {
+		// go-redis sets the socket's deadline from the context's.
+		err = fmt.Errorf("%w (%w)", err, context.DeadlineExceeded)
 	}
 	err = fmt.Errorf("redis: key %q: %w", key, err)
 	switch l.policy {

@@ -97,7 +97,7 @@ func start(t testing.TB, cluster bool, extra ...string) *Server {
 		if cluster {
 			s.args = append(s.args, "--cluster-enabled", "yes",
 				"--cluster-config-file", filepath.Join(s.dir, "nodes.conf"),
-				"--cluster-node-timeout", "2000")
+				"--cluster-node-timeout", "2000", "--cluster-require-full-coverage", "no")
 		}
 		s.args = append(s.args, extra...)
 		s.args = append([]string{bin}, s.args...)
@@ -247,7 +247,9 @@ func (c *Cluster) Addrs() []string {
 	return a
 }
 
-// StartCluster starts three cluster-enabled servers, joins them with
+// StartCluster starts three cluster-enabled servers (a node that stops does
+// not stop the others from serving their slots: full coverage is not
+// required), joins them with
 // redis-cli --cluster create, waits until every node reports cluster_state:ok,
 // and stops them when the test ends.
 func StartCluster(t testing.TB) *Cluster {

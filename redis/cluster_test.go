@@ -1,0 +1,156 @@
+package redis_test
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/slidelimit/slidelimit/redis"
+	"github.com/slidelimit/slidelimit/redis/internal/redistest"
+)
+
+// TestCluster runs on a real three-master Redis Cluster: the replays match
+// the oracles there too; keys spread over every master, each decided on its
+// own state, including keys with braces; the script can be missing on a
+// master; and when a master stops, its keys follow the failure policy while
+// the others go on.
+func TestCluster(t *testing.T) {
+	cl := redistest.StartCluster(t)
+	gc, c := clusterClient(t, cl)
+
+	t.Run("replay-log", func(t *testing.T) { replay(t, c, true) })
+	t.Run("replay-window", func(t *testing.T) { replay(t, c, false) })
+
+	keys := []string{"{", "}", "{}", "a{b}c", "{user}:1", "{user}:2", "x}y{z", strings.Repeat("k", redis.MaxKeyLen)}
+	for i := range 200 {
+		keys = append(keys, "user-"+strconv.Itoa(i))
+	}
+	l := mustLog(t, c, redis.Options{Prefix: "spread", Timeout: time.Second}, redis.Rule{Limit: 2, Window: time.Hour})
+	now := at(epoch)
+
+	t.Run("spread", func(t *testing.T) {
+		for _, k := range keys {
+			for i, want := range []bool{true, true, false} {
+				d, err := l.AllowN(t.Context(), k, now, 1)
+				require.NoError(t, err, "key %q call %d", k, i)
+				require.Equal(t, want, d.Allowed, "key %q call %d", k, i)
+			}
+		}
+		// Every master holds some of the keys, and every key is one Redis
+		// key in the slot of its own tag.
+		perNode := map[string]int{}
+		for _, n := range cl.Nodes {
+			out, err := redistest.Do(n.Addr(), "DBSIZE")
+			require.NoError(t, err)
+			perNode[n.Addr()], _ = strconv.Atoi(out)
+		}
+		total := 0
+		for addr, k := range perNode {
+			require.Positive(t, k, "master %s holds no key: %v", addr, perNode)
+			total += k
+		}
+		require.GreaterOrEqual(t, total, len(keys))
+		slots := map[string]bool{}
+		for _, k := range keys {
+			rk, err := redis.RedisKey(l, k)
+			require.NoError(t, err)
+			s, err := gc.ClusterKeySlot(t.Context(), rk).Result()
+			require.NoError(t, err)
+			slots[strconv.FormatInt(s, 10)] = true
+		}
+		require.Greater(t, len(slots), len(keys)/2, "keys should spread over many slots")
+	})
+
+	t.Run("noscript", func(t *testing.T) {
+		for _, n := range cl.Nodes {
+			_, err := redistest.Do(n.Addr(), "SCRIPT", "FLUSH")
+			require.NoError(t, err)
+		}
+		for i, k := range keys[:50] {
+			d, err := l.AllowN(t.Context(), k, now, 1)
+			require.NoError(t, err, "key %d", i)
+			require.False(t, d.Allowed, "key %q was at its limit", k)
+		}
+		// Load puts the script on every master.
+		for _, n := range cl.Nodes {
+			_, err := redistest.Do(n.Addr(), "SCRIPT", "FLUSH")
+			require.NoError(t, err)
+		}
+		require.NoError(t, l.Load(t.Context()))
+		sha, _ := redis.ScriptSHAs()
+		for _, n := range cl.Nodes {
+			out, err := redistest.Do(n.Addr(), "SCRIPT", "EXISTS", sha)
+			require.NoError(t, err)
+			require.Equal(t, "1", out, "script missing on %s after Load", n.Addr())
+		}
+	})
+
+	t.Run("master-down", func(t *testing.T) {
+		fresh := mustLog(t, c, redis.Options{Prefix: "down", Timeout: 300 * time.Millisecond}, redis.Rule{Limit: 1, Window: time.Hour})
+		open := mustLog(t, c, redis.Options{Prefix: "down-open", Timeout: 300 * time.Millisecond, OnError: redis.FailOpen}, redis.Rule{Limit: 1, Window: time.Hour})
+		down := cl.Nodes[0]
+		down.Stop()
+		ok, failed := 0, 0
+		for i := range 30 {
+			k := fmt.Sprintf("after-%d", i)
+			rk, err := redis.RedisKey(fresh, k)
+			require.NoError(t, err)
+			slot, err := redistest.Do(cl.Nodes[1].Addr(), "CLUSTER", "KEYSLOT", rk)
+			require.NoError(t, err)
+			owner := slotOwner(t, cl.Nodes[1].Addr(), slot)
+			d, err := fresh.AllowN(t.Context(), k, now, 1)
+			if owner == down.Addr() {
+				require.Error(t, err, "key %q lives on the stopped master", k)
+				require.False(t, d.Allowed)
+				require.Equal(t, redis.FromError, d.Source)
+				dO, errO := open.AllowN(t.Context(), k, now, 1)
+				require.NoError(t, errO)
+				require.True(t, dO.Allowed)
+				require.Equal(t, redis.FromFailOpen, dO.Source)
+				require.Error(t, dO.Err)
+				failed++
+			} else {
+				require.NoError(t, err, "key %q lives on a running master", k)
+				require.True(t, d.Allowed)
+				ok++
+			}
+		}
+		require.Positive(t, ok)
+		require.Positive(t, failed)
+		t.Logf("master %s stopped: %d keys failed closed, %d decided normally", down.Addr(), failed, ok)
+	})
+}
+
+// slotOwner returns the address of the master that serves slot, from
+// CLUSTER SHARDS-free CLUSTER NODES output.
+func slotOwner(t *testing.T, addr, slot string) string {
+	t.Helper()
+	out, err := redistest.Do(addr, "CLUSTER", "NODES")
+	require.NoError(t, err)
+	s, _ := strconv.Atoi(slot)
+	for _, line := range strings.Split(out, "\n") {
+		f := strings.Fields(line)
+		if len(f) < 9 || !strings.Contains(f[2], "master") {
+			continue
+		}
+		for _, r := range f[8:] {
+			lo, hi, found := strings.Cut(r, "-")
+			a, err1 := strconv.Atoi(lo)
+			b := a
+			var err2 error
+			if found {
+				b, err2 = strconv.Atoi(hi)
+			}
+			if errors.Join(err1, err2) == nil && a <= s && s <= b {
+				return strings.Split(f[1], "@")[0]
+			}
+		}
+	}
+	t.Fatalf("no master serves slot %s:\n%s", slot, out)
+	return ""
+}

@@ -1,0 +1,95 @@
+package redis_test
+
+import (
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/slidelimit/slidelimit/redis"
+)
+
+type stamp struct {
+	t int64
+	n int
+}
+
+// maxInWindow returns the largest admitted cost in any window (t-w, t], t an
+// admitted instant (the sum can only peak at one).
+func maxInWindow(s []stamp, w int64) int {
+	sort.Slice(s, func(i, j int) bool { return s[i].t < s[j].t })
+	best, sum, lo := 0, 0, 0
+	for hi := range s {
+		sum += s[hi].n
+		for s[lo].t <= s[hi].t-w {
+			sum -= s[lo].n
+			lo++
+		}
+		// Stamps equal to s[hi].t after hi belong to the same window.
+		if hi+1 == len(s) || s[hi+1].t != s[hi].t {
+			best = max(best, sum)
+		}
+	}
+	return best
+}
+
+// TestOutsideServerTime: 16 goroutines on two separate clients (two
+// connection pools, as two processes would have) hit one key on the server's
+// clock with weighted calls. Seen from outside, through the instants the
+// script returns for admitted calls, no window of any rule holds more than its
+// limit for the exact log, and no more than 2*limit-1 for the window.
+func TestOutsideServerTime(t *testing.T) {
+	s, _, c1 := standalone(t)
+	gc2 := goredis.NewClient(&goredis.Options{Addr: s.Addr(), ContextTimeoutEnabled: true})
+	t.Cleanup(func() { _ = gc2.Close() })
+	c2, err := redis.NewGoRedis(gc2)
+	require.NoError(t, err)
+
+	rules := []redis.Rule{{Limit: 30, Window: 20 * time.Millisecond}, {Limit: 100, Window: 200 * time.Millisecond}}
+	for _, exact := range []bool{true, false} {
+		mk := mustWindow
+		if exact {
+			mk = mustLog
+		}
+		ls := []*redis.Limiter{mk(t, c1, redis.Options{Timeout: time.Second}, rules...), mk(t, c2, redis.Options{Timeout: time.Second}, rules...)}
+		var mu sync.Mutex
+		var admitted []stamp
+		refused := 0
+		var wg sync.WaitGroup
+		for g := range 16 {
+			wg.Go(func() {
+				l := ls[g%2]
+				for i := range 120 {
+					n := 1 + (g+i)%3
+					d, err := l.AllowN(t.Context(), "shared", time.Time{}, n)
+					if err != nil {
+						t.Errorf("goroutine %d call %d: %v", g, i, err)
+						return
+					}
+					mu.Lock()
+					if d.Allowed {
+						admitted = append(admitted, stamp{d.At.UnixMicro(), n})
+					} else {
+						refused++
+					}
+					mu.Unlock()
+				}
+			})
+		}
+		wg.Wait()
+		require.NotEmpty(t, admitted)
+		require.Positive(t, refused, "the load must exceed the limit for the test to mean anything")
+		for _, r := range rules {
+			got := maxInWindow(admitted, r.Window.Microseconds())
+			bound := r.Limit
+			if !exact {
+				bound = 2*r.Limit - 1
+			}
+			require.LessOrEqual(t, got, bound, "exact %v rule %v: admitted %d in one window", exact, r, got)
+			t.Logf("exact %v rule %d/%v: max %d in a window, %d admitted calls, %d refused", exact, r.Limit, r.Window, got, len(admitted), refused)
+		}
+	}
+}

@@ -1,0 +1,215 @@
+package redis_test
+
+import (
+	"context"
+	"errors"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/slidelimit/slidelimit/redis"
+	"github.com/slidelimit/slidelimit/redis/internal/redistest"
+)
+
+// load runs g goroutines of calls calls each on one key at the server's clock
+// (or, when Redis fails, whatever the policy decides) and returns every
+// decision. mid, if set, runs once after half the calls.
+func load(t *testing.T, l *redis.Limiter, key string, g, calls int, mid func()) []redis.Decision {
+	t.Helper()
+	var mu sync.Mutex
+	var out []redis.Decision
+	var done atomic.Int64
+	var once sync.Once
+	var wg sync.WaitGroup
+	for range g {
+		wg.Go(func() {
+			for range calls {
+				d, err := l.AllowN(t.Context(), key, time.Time{}, 1)
+				if err != nil && d.Source != redis.FromError {
+					t.Errorf("error %v with a decision from %v", err, d.Source)
+				}
+				mu.Lock()
+				out = append(out, d)
+				mu.Unlock()
+				if done.Add(1) == int64(g*calls/2) && mid != nil {
+					once.Do(mid)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return out
+}
+
+// split returns the admitted stamps by source.
+func split(ds []redis.Decision) map[redis.Source][]stamp {
+	m := map[redis.Source][]stamp{}
+	for _, d := range ds {
+		if d.Source == redis.FromError {
+			m[redis.FromError] = append(m[redis.FromError], stamp{})
+			continue
+		}
+		if d.Allowed {
+			m[d.Source] = append(m[d.Source], stamp{d.At.UnixMicro(), 1})
+		}
+	}
+	return m
+}
+
+// TestOutsideKillRestart: the server is killed in the middle of a load on one
+// key and restarted empty. Under each policy: no decision panics or hangs;
+// while it is down, fail closed admits nothing, fail open admits every call,
+// and the fallback admits at most its own limit per window; the admissions
+// Redis made never exceed the limit in any window; after the restart every
+// call is decided by Redis again (the script is sent anew after NOSCRIPT).
+func TestOutsideKillRestart(t *testing.T) {
+	s, _, c := standalone(t)
+	rule := redis.Rule{Limit: 20, Window: 50 * time.Millisecond}
+	fbRule := redis.Rule{Limit: 5, Window: 50 * time.Millisecond}
+	for _, p := range []redis.Policy{redis.FailClosed, redis.FailOpen, redis.FallBack} {
+		o := redis.Options{Timeout: 200 * time.Millisecond, OnError: p, Fallback: []redis.Rule{fbRule}}
+		l := mustLog(t, c, o, rule)
+		during := load(t, l, "k", 8, 40, s.Stop)
+		bySrc := split(during)
+		t.Logf("policy %d: %d decisions, sources %v", p, len(during), counts(bySrc))
+		require.LessOrEqual(t, maxInWindow(bySrc[redis.FromRedis], rule.Window.Microseconds()), rule.Limit, "policy %d", p)
+		switch p {
+		case redis.FailClosed:
+			require.NotEmpty(t, bySrc[redis.FromError], "the server was down for half the calls")
+		case redis.FailOpen:
+			require.NotEmpty(t, bySrc[redis.FromFailOpen])
+		case redis.FallBack:
+			require.NotEmpty(t, bySrc[redis.FromFallback])
+			require.LessOrEqual(t, maxInWindow(bySrc[redis.FromFallback], fbRule.Window.Microseconds()), fbRule.Limit)
+		}
+		s.Restart()
+		// After a run of dial failures go-redis's pool stops dialling
+		// new connections and probes the server once a second, so
+		// recovery is eventual: load again until a whole load is decided
+		// by Redis. Every Redis admission since the restart counts.
+		var after []redis.Decision
+		require.Eventually(t, func() bool {
+			ds := load(t, l, "k", 8, 20, nil)
+			after = append(after, ds...)
+			for _, d := range ds {
+				if d.Source != redis.FromRedis {
+					return false
+				}
+			}
+			return true
+		}, 10*time.Second, 10*time.Millisecond, "policy %d: Redis never decided a whole load again after the restart", p)
+		bySrc = split(after)
+		require.NotEmpty(t, bySrc[redis.FromRedis])
+		require.LessOrEqual(t, maxInWindow(bySrc[redis.FromRedis], rule.Window.Microseconds()), rule.Limit)
+	}
+}
+
+func keys(m map[redis.Source][]stamp) []redis.Source {
+	var k []redis.Source
+	for s := range m {
+		k = append(k, s)
+	}
+	return k
+}
+
+// TestOutsideScriptFlush: SCRIPT FLUSH in the middle of a load costs no
+// error and no admission beyond the limit: EVALSHA's NOSCRIPT makes the
+// limiter send the source, which did not run the first time.
+func TestOutsideScriptFlush(t *testing.T) {
+	s, _, c := standalone(t)
+	rule := redis.Rule{Limit: 25, Window: 40 * time.Millisecond}
+	for _, exact := range []bool{true, false} {
+		mk := mustWindow
+		if exact {
+			mk = mustLog
+		}
+		l := mk(t, c, redis.Options{Timeout: time.Second}, rule)
+		flush := func() {
+			for range 3 {
+				_, err := redistest.Do(s.Addr(), "SCRIPT", "FLUSH")
+				require.NoError(t, err)
+			}
+		}
+		ds := load(t, l, "flush", 8, 60, flush)
+		bySrc := split(ds)
+		require.Len(t, bySrc, 1, "every call decided by Redis: %v", keys(bySrc))
+		bound := rule.Limit
+		if !exact {
+			bound = 2*rule.Limit - 1
+		}
+		require.LessOrEqual(t, maxInWindow(bySrc[redis.FromRedis], rule.Window.Microseconds()), bound)
+	}
+}
+
+// TestTimeout: a server that stops answering (CLIENT PAUSE) makes each
+// decision end at its timeout under every policy, with the policy's answer;
+// what the server applied afterwards never exceeds the limit; and no
+// goroutine is left behind once the client is closed.
+func TestTimeout(t *testing.T) {
+	s := redistest.Start(t)
+	base := runtime.NumGoroutine()
+	gc := goredis.NewClient(&goredis.Options{Addr: s.Addr(), ContextTimeoutEnabled: true})
+	c, err := redis.NewGoRedis(gc)
+	require.NoError(t, err)
+	rule := redis.Rule{Limit: 3, Window: time.Hour}
+	const timeout = 50 * time.Millisecond
+	mk := func(p redis.Policy) *redis.Limiter {
+		return mustLog(t, c, redis.Options{Timeout: timeout, OnError: p, Fallback: []redis.Rule{{Limit: 1, Window: time.Hour}}}, rule)
+	}
+	closed, open, fb := mk(redis.FailClosed), mk(redis.FailOpen), mk(redis.FallBack)
+	now := at(epoch)
+	// Warm the connection and the script.
+	_, err = closed.AllowN(t.Context(), "warm", now, 1)
+	require.NoError(t, err)
+
+	_, err = redistest.Do(s.Addr(), "CLIENT", "PAUSE", "400", "ALL")
+	require.NoError(t, err)
+	start := time.Now()
+	d, err := closed.AllowN(t.Context(), "k", now, 1)
+	require.Error(t, err)
+	require.True(t, errors.Is(err, context.DeadlineExceeded), "got %v", err)
+	require.False(t, d.Allowed)
+	require.Equal(t, redis.FromError, d.Source)
+	d, err = open.AllowN(t.Context(), "k", now, 1)
+	require.NoError(t, err)
+	require.True(t, d.Allowed)
+	require.Equal(t, redis.FromFailOpen, d.Source)
+	require.Error(t, d.Err)
+	for i, want := range []bool{true, false} {
+		d, err = fb.AllowN(t.Context(), "k", now, 1)
+		require.NoError(t, err)
+		require.Equal(t, redis.FromFallback, d.Source)
+		require.Equal(t, want, d.Allowed, "fallback call %d (fallback limit 1)", i)
+	}
+	// Four calls, each ended by its own timeout, not by the pause.
+	require.Less(t, time.Since(start), 380*time.Millisecond)
+
+	// Once the pause ends, the server may still run calls it had
+	// received; whatever it ran is within the limit.
+	require.Eventually(t, func() bool {
+		d, err := closed.AllowN(t.Context(), "k", now, 0)
+		return err == nil && d.Source == redis.FromRedis
+	}, 5*time.Second, 20*time.Millisecond)
+	d, err = closed.AllowN(t.Context(), "k", now, 0)
+	require.NoError(t, err)
+	applied := rule.Limit - d.Remaining[0]
+	require.LessOrEqual(t, applied, rule.Limit)
+	t.Logf("calls that timed out and were applied by the server later: %d of 4", applied)
+
+	require.NoError(t, gc.Close())
+	require.Eventually(t, func() bool { return runtime.NumGoroutine() <= base+1 }, 5*time.Second, 20*time.Millisecond,
+		"goroutines: %d before, %d after closing the client", base, runtime.NumGoroutine())
+}
+
+func counts(m map[redis.Source][]stamp) map[redis.Source]int {
+	c := map[redis.Source]int{}
+	for s, v := range m {
+		c[s] = len(v)
+	}
+	return c
+}
