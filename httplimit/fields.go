@@ -77,7 +77,7 @@ func defaultNames(rules []Rule) []string {
 	names := make([]string, len(rules))
 	seen := map[string]bool{}
 	for i, r := range rules {
-		n := strconv.Itoa(r.Limit) + "-per-" + r.Window.String()
+		n := strconv.Itoa(r.Limit) + "-per-" + shortDuration(r.Window)
 		if seen[n] {
 			n += "-" + strconv.Itoa(i)
 		}
@@ -85,6 +85,20 @@ func defaultNames(rules []Rule) []string {
 		names[i] = n
 	}
 	return names
+}
+
+// shortDuration writes d as Duration.String does, without zero trailing
+// units: 1h, 90m, 1s, 250ms.
+func shortDuration(d time.Duration) string {
+	for _, u := range []struct {
+		d    time.Duration
+		name string
+	}{{time.Hour, "h"}, {time.Minute, "m"}, {time.Second, "s"}} {
+		if d%u.d == 0 {
+			return strconv.FormatInt(int64(d/u.d), 10) + u.name
+		}
+	}
+	return d.String()
 }
 
 // seconds rounds d up to whole seconds, never below 0; it saturates.

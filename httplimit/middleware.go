@@ -83,7 +83,7 @@ func Legacy(reset LegacyReset) Option {
 // PolicyNames names the rules in the RateLimit fields, one name per rule in
 // the order of the limiter's Rules(): 1 to 64 printable ASCII characters
 // other than '"' and '\', all different. The default names rule i
-// "<limit>-per-<window>", such as "100-per-1s".
+// "<limit>-per-<window>", such as "100-per-1s" or "5000-per-1h".
 func PolicyNames(names ...string) Option {
 	names = append([]string(nil), names...)
 	return optionFunc(func(m *Middleware) { m.names = names })

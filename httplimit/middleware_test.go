@@ -142,7 +142,7 @@ func TestCost(t *testing.T) {
 	w = get(h, c, time.Minute)
 	assert.Equal(t, 429, w.Code)
 	assert.Equal(t, "3540", w.Header().Get("Retry-After"), "7 fit again when the first 7 leave the window")
-	assert.Equal(t, `"10-per-1h0m0s";r=3;t=3540`, w.Header().Get("RateLimit"))
+	assert.Equal(t, `"10-per-1h";r=3;t=3540`, w.Header().Get("RateLimit"))
 }
 
 func TestFullIsRefused(t *testing.T) {
@@ -158,7 +158,7 @@ func TestFullIsRefused(t *testing.T) {
 	w := get(h, c, 0, "X-Api-Key", "b")
 	assert.Equal(t, 503, w.Code)
 	assert.Empty(t, w.Header().Get("Retry-After"), "when room appears is not known")
-	assert.Equal(t, `"5-per-1h0m0s";r=0;t=0`, w.Header().Get("RateLimit"))
+	assert.Equal(t, `"5-per-1h";r=0;t=0`, w.Header().Get("RateLimit"))
 	assert.Equal(t, []httplimit.Reason{httplimit.Full}, refusals)
 }
 
