@@ -23,10 +23,10 @@ func keyCounts() []int {
 	return []int{1, 1_000}
 }
 
-// seqLen is the length of each pregenerated key sequence: long enough that a
-// goroutine's window of it is far larger than any cache (32 MB of string
-// headers), short enough to build in well under a second.
-const seqLen = 1 << 21
+// seqLen is the length of the pregenerated key sequence for n keys: 16 draws
+// per key, at least 2^16 and at most 2^21 (32 MB of string headers, far larger
+// than any cache), short enough to build in well under a second.
+func seqLen(n int) int { return min(1<<21, max(1<<16, 16*n)) }
 
 type keyedFixture struct {
 	store stores.Store
@@ -99,7 +99,7 @@ func keySequence(f *keyedFixture, n int, order string) ([]string, error) {
 	if s, ok := sequences[id]; ok {
 		return s, nil
 	}
-	idx, err := stores.Sequence(order, n, seqLen)
+	idx, err := stores.Sequence(order, n, seqLen(n))
 	if err != nil {
 		return nil, err
 	}

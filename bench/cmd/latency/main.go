@@ -127,7 +127,7 @@ func main() {
 		os.Exit(130)
 	}()
 
-	fmt.Fprintf(os.Stderr, "latency: %s, %d CPUs, %d calls per run, every %d-th call timed, %d runs\n",
+	fmt.Fprintf(os.Stderr, "latency: %s, %d CPUs, %d calls per run, one call in %d timed, %d runs\n",
 		runtime.Version(), runtime.NumCPU(), *total, *every, *runs)
 	var results []Result
 	for _, load := range loadList {

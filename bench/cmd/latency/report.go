@@ -23,7 +23,7 @@ func loadName(n int) string {
 }
 
 func printTable(w io.Writer, rs []Result, every int) {
-	fmt.Fprintf(w, "## Latency per call (ns): every %d-th call timed alone, percentiles are medians over runs, max over all runs\n\n", every)
+	fmt.Fprintf(w, "## Latency per call (ns): one call in %d timed alone; percentiles are medians over runs, max over all runs\n\n", every)
 	fmt.Fprintf(w, "| goroutines | background | impl | wall ns/call | p50 | p90 | p99 | p99.9 | max | admitted |\n")
 	fmt.Fprintf(w, "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
 	for _, r := range rs {
