@@ -261,27 +261,29 @@ func plotSpeed(r results, dir string) error {
 	ps = nil
 	for _, k := range []string{"1000", "100000", "1000000"} {
 		for _, order := range []string{"random", "zipf"} {
-			var bars []bar
-			for _, im := range keyedOrder {
-				if s := r.get(keyedName(k, order, "mixed", im), 2); s.ok {
-					bars = append(bars, bar{im, s.ns})
+			for _, cpu := range []int{1, 2} {
+				var bars []bar
+				for _, im := range keyedOrder {
+					if s := r.get(keyedName(k, order, "mixed", im), cpu); s.ok {
+						bars = append(bars, bar{im, s.ns})
+					}
 				}
+				if len(bars) == 0 {
+					continue
+				}
+				p, err := barPlot(fmt.Sprintf("%s keys, %s order, -cpu %d", k, order, cpu), "ns/op (median)", bars)
+				if err != nil {
+					return err
+				}
+				ps = append(ps, p)
 			}
-			if len(bars) == 0 {
-				continue
-			}
-			p, err := barPlot(fmt.Sprintf("%s keys, %s order, -cpu 2", k, order), "ns/op (median)", bars)
-			if err != nil {
-				return err
-			}
-			ps = append(ps, p)
 		}
 	}
 	if len(ps) > 0 {
 		rows := (len(ps) + 1) / 2
 		header := []string{
 			"Keyed stores, 100 per second per key, every key present, \"client-N\" keys drawn uniformly at random or Zipf(1.1),",
-			"two goroutines on one shared store (-cpu 2). keyed-window, keyed-ring: slidelimit's keyed over window and ring.",
+			"one or two goroutines on one shared store (-cpu 1, -cpu 2). keyed-window, keyed-ring: slidelimit's keyed over window and ring.",
 		}
 		return savePNG(dir, "speed-keyed.png", 2, rows, 26*vg.Centimeter, vg.Length(rows)*6*vg.Centimeter, grid(ps, 2), header...)
 	}
