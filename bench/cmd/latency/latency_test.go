@@ -40,7 +40,7 @@ func TestTargetsJudgeTheRightColumns(t *testing.T) {
 	var b bytes.Buffer
 	printTargets(&b, rs)
 	out := b.String()
-	require.Contains(t, out, "| 2 | quiet | wall ring / mutexlog | 0.50x (50 / 100 ns) | <= 1.0x | met |")
-	require.Contains(t, out, "| 2 | load 2 | p99 ring / mutexlog | 0.67x (100 / 150 ns) | <= 0.5x | not met |")
+	require.Contains(t, out, "| 2 | none | wall ring / mutexlog | 0.50x (50 / 100 ns) | <= 1.0x | met |")
+	require.Contains(t, out, "| 2 | 2 busy | p99 ring / mutexlog | 0.67x (100 / 150 ns) | <= 0.5x | not met |")
 	require.Equal(t, 2, strings.Count(out, "ring / mutexlog"))
 }

@@ -17,9 +17,9 @@ import (
 
 func loadName(n int) string {
 	if n == 0 {
-		return "quiet"
+		return "none"
 	}
-	return fmt.Sprintf("load %d", n)
+	return fmt.Sprintf("%d busy", n)
 }
 
 func printTable(w io.Writer, rs []Result, every int) {
@@ -69,7 +69,7 @@ func printTargets(w io.Writer, rs []Result) {
 		gs[r.Goroutines] = true
 		loads[r.Load] = true
 	}
-	fmt.Fprintf(w, "## Targets\n\nQuiet machine: wall time per call, lock-free within noise of its mutex twin "+
+	fmt.Fprintf(w, "## Targets\n\nNo added load (background none): wall time per call, lock-free within noise of its mutex twin "+
 		"or better (shown against 1.0x; a few percent above is noise), multi (two rules) <= 1.3x ring, "+
 		"multi.Approx <= 1.5x window, every one <= 0.7x x/time/rate. Under background load: p99 of every "+
 		"lock-free limiter <= 0.5x its mutex twin's.\n\n")
@@ -193,7 +193,7 @@ func plotLatency(rs []Result, dir string) error {
 				if kind == "keyed" {
 					what = "keyed, 100k keys, random order"
 				}
-				p.Title.Text = fmt.Sprintf("%s: %d goroutines, %s", what, g, map[bool]string{true: "quiet machine", false: fmt.Sprintf("%d busy goroutines beside", ld)}[ld == 0])
+				p.Title.Text = fmt.Sprintf("%s: %d goroutines, %s", what, g, map[bool]string{true: "no added load", false: fmt.Sprintf("%d busy goroutines beside", ld)}[ld == 0])
 				p.Title.TextStyle.Font.Size = vg.Points(10)
 				p.X.Label.Text = "percentile of per-call latency (max: over all runs)"
 				p.Y.Label.Text = "ns per call (log scale)"

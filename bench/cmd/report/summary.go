@@ -87,7 +87,7 @@ func printSummary(w io.Writer, rep *accuracy.Report, r results, mem []memResult,
 				}
 			}
 			if len(rows) > 0 {
-				fmt.Fprintf(w, "\nTail latency (one shared limiter; quiet: wall time per call; loaded: p99):\n\n")
+				fmt.Fprintf(w, "\nTail latency (one shared limiter; no added load: wall time per call; 2 busy: p99):\n\n")
 				fmt.Fprintln(w, strings.Join(rows, "\n"))
 			}
 		}
