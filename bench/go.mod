@@ -6,6 +6,7 @@ replace github.com/slidelimit/slidelimit => ../
 
 require (
 	github.com/RussellLuo/slidingwindow v0.0.0-20200528002341-535bb99d338b
+	github.com/didip/tollbooth/v7 v7.0.2
 	github.com/go-chi/httprate v0.16.1
 	github.com/juju/ratelimit v1.0.2
 	github.com/sethvargo/go-limiter v0.7.1
@@ -25,6 +26,7 @@ require (
 	git.sr.ht/~sbinet/gg v0.7.0 // indirect
 	github.com/ajstarks/svgo v0.0.0-20211024235047-1546f124cd8b // indirect
 	github.com/benbjohnson/clock v1.3.0 // indirect
+	github.com/go-pkgz/expirable-cache/v3 v3.0.0 // indirect
 	github.com/golang/freetype v0.0.0-20170609003504-e2365dfdc4a0 // indirect
 	github.com/hashicorp/golang-lru v0.5.4 // indirect
 	github.com/klauspost/cpuid/v2 v2.2.10 // indirect

@@ -1,0 +1,271 @@
+package bench
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/didip/tollbooth/v7"
+	tblimiter "github.com/didip/tollbooth/v7/limiter"
+	"github.com/go-chi/httprate"
+	sethhttp "github.com/sethvargo/go-limiter/httplimit"
+	"github.com/sethvargo/go-limiter/memorystore"
+	"github.com/throttled/throttled/v2"
+	"github.com/throttled/throttled/v2/store/memstore"
+	ulule "github.com/ulule/limiter/v3"
+	ulstdlib "github.com/ulule/limiter/v3/drivers/middleware/stdlib"
+	ulmemory "github.com/ulule/limiter/v3/drivers/store/memory"
+
+	"github.com/slidelimit/slidelimit/bench/stores"
+	"github.com/slidelimit/slidelimit/httplimit"
+	"github.com/slidelimit/slidelimit/keyed"
+	"github.com/slidelimit/slidelimit/ring"
+	"github.com/slidelimit/slidelimit/window"
+)
+
+// The HTTP benchmarks measure the per-request cost of each middleware alone:
+// ServeHTTP on a prepared request and a reused response writer (its header
+// map cleared between requests, so every allocation counted is the
+// middleware's), around a handler that does nothing. Every middleware keys by
+// the client's IP address from RemoteAddr, trusting no header, and sets the
+// response fields it sets by default.
+//
+// Two paths: admit (a limit no request reaches: every measured request gets
+// 200) and refuse (one request per hour per key, used up in setup: every
+// measured request gets 429). Keys: 1, or 100k addresses drawn in random
+// order (1k unless BENCH_FULL is set, to keep the race-detector run short).
+// The expected status is checked on every measured request.
+
+func httpKeyCounts() []int {
+	if os.Getenv("BENCH_FULL") != "" {
+		return []int{1, 100_000}
+	}
+	return []int{1, 1_000}
+}
+
+// httpImpl builds a middleware admitting limit requests per window per IP.
+type httpImpl struct {
+	name string
+	// what it limits and how, for the docs
+	algo string
+	new  func(path string, next http.Handler) http.Handler
+}
+
+const (
+	httpAdmitWindow = 100 * time.Millisecond
+	httpAdmitLimit  = window.MaxLimit // about 10^7 per second: never reached
+)
+
+func ourMiddleware(path string, fields httplimit.Fields, next http.Handler) http.Handler {
+	var l httplimit.Limiter
+	switch path {
+	case "admit":
+		k := mustNew(keyed.New[string](func() (*window.Limiter, error) { return window.New(httpAdmitLimit, httpAdmitWindow) }))
+		l = httplimit.Keyed(k, httplimit.Rule{Limit: httpAdmitLimit, Window: httpAdmitWindow})
+	default:
+		k := mustNew(keyed.New[string](func() (*ring.Limiter, error) { return ring.New(1, time.Hour) }))
+		l = httplimit.Keyed(k, httplimit.Rule{Limit: 1, Window: time.Hour})
+	}
+	return mustNew(httplimit.New(l, httplimit.SendFields(fields))).Handler(next)
+}
+
+func httpImpls() []httpImpl {
+	pick := func(path string, admit, refuse int) int {
+		if path == "admit" {
+			return admit
+		}
+		return refuse
+	}
+	per := func(path string) time.Duration {
+		if path == "admit" {
+			return httpAdmitWindow
+		}
+		return time.Hour
+	}
+	return []httpImpl{
+		{
+			name: "slidelimit",
+			algo: "httplimit over keyed (two-counter window per IP to admit, exact ring to refuse), RateLimit fields on every response",
+			new: func(path string, next http.Handler) http.Handler {
+				return ourMiddleware(path, httplimit.FieldsAlways, next)
+			},
+		},
+		{
+			name: "slidelimit-nofields",
+			algo: "the same, RateLimit fields off (Retry-After still sent)",
+			new: func(path string, next http.Handler) http.Handler {
+				return ourMiddleware(path, httplimit.FieldsOff, next)
+			},
+		},
+		{
+			name: "httprate",
+			algo: "LimitBy with RemoteAddr's canonical IP: two counters per key, X-RateLimit-* fields",
+			new: func(path string, next http.Handler) http.Handler {
+				key := func(r *http.Request) (string, error) {
+					ip, _, err := net.SplitHostPort(r.RemoteAddr)
+					if err != nil {
+						ip = r.RemoteAddr
+					}
+					return httprate.CanonicalizeIP(ip), nil
+				}
+				return httprate.LimitBy(pick(path, httpAdmitLimit, 1), per(path), key)(next)
+			},
+		},
+		{
+			name: "sethvargo",
+			algo: "httplimit.NewMiddleware over memorystore, IPKeyFunc() (RemoteAddr): token bucket per key",
+			new: func(path string, next http.Handler) http.Handler {
+				s := mustNew(memorystore.New(&memorystore.Config{Tokens: uint64(pick(path, httpAdmitLimit, 1)), Interval: per(path)}))
+				return mustNew(sethhttp.NewMiddleware(s, sethhttp.IPKeyFunc())).Handle(next)
+			},
+		},
+		{
+			name: "throttled",
+			algo: "HTTPRateLimiterCtx, GCRA over memstore, VaryBy RemoteAddr",
+			new: func(path string, next http.Handler) http.Handler {
+				st := mustNew(memstore.NewCtx(0))
+				limit := pick(path, httpAdmitLimit, 1)
+				q := throttled.RateQuota{MaxRate: throttled.PerDuration(limit, per(path)), MaxBurst: limit - 1}
+				rl := mustNew(throttled.NewGCRARateLimiterCtx(st, q))
+				h := &throttled.HTTPRateLimiterCtx{RateLimiter: rl, VaryBy: &throttled.VaryBy{RemoteAddr: true}}
+				return h.RateLimit(next)
+			},
+		},
+		{
+			name: "tollbooth",
+			algo: "LimitHandler, token bucket per key (x/time/rate) in an expirable cache, IP lookup RemoteAddr only",
+			new: func(path string, next http.Handler) http.Handler {
+				rate := float64(httpAdmitLimit) / httpAdmitWindow.Seconds()
+				burst := httpAdmitLimit
+				if path != "admit" {
+					rate, burst = 1.0/3600, 1
+				}
+				lmt := tollbooth.NewLimiter(rate, &tblimiter.ExpirableOptions{DefaultExpirationTTL: time.Hour})
+				lmt.SetIPLookups([]string{"RemoteAddr"}).SetBurst(burst)
+				return tollbooth.LimitHandler(lmt, next)
+			},
+		},
+		{
+			name: "ulule",
+			algo: "stdlib.NewMiddleware over the memory store: fixed window per key, X-RateLimit-* fields",
+			new: func(path string, next http.Handler) http.Handler {
+				l := ulule.New(ulmemory.NewStore(), ulule.Rate{Period: per(path), Limit: int64(pick(path, httpAdmitLimit, 1))})
+				return ulstdlib.NewMiddleware(l).Handler(next)
+			},
+		},
+	}
+}
+
+// statusWriter is a reused ResponseWriter that records the status.
+type statusWriter struct {
+	h    http.Header
+	code int
+}
+
+func (w *statusWriter) Header() http.Header { return w.h }
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.code == 0 {
+		w.code = http.StatusOK
+	}
+	return len(b), nil
+}
+func (w *statusWriter) WriteString(s string) (int, error) { return w.Write(nil) }
+func (w *statusWriter) WriteHeader(code int) {
+	if w.code == 0 {
+		w.code = code
+	}
+}
+
+func (w *statusWriter) reset() {
+	clear(w.h)
+	w.code = 0
+}
+
+func (w *statusWriter) status() int {
+	if w.code == 0 {
+		return http.StatusOK
+	}
+	return w.code
+}
+
+// clientAddr is the i-th client's RemoteAddr: distinct IPv4 addresses.
+func clientAddr(i int) string {
+	return fmt.Sprintf("10.%d.%d.%d:40000", i>>16&255, i>>8&255, i&255)
+}
+
+// httpSeqLen is the length of the key sequence each benchmark cycles through.
+const httpSeqLen = 1 << 21
+
+var nop = http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})
+
+func BenchmarkHTTP(b *testing.B) {
+	for _, path := range []string{"admit", "refuse"} {
+		for _, n := range httpKeyCounts() {
+			addrs := make([]string, n)
+			for i := range addrs {
+				addrs[i] = clientAddr(i)
+			}
+			order := "random"
+			seq, err := stores.Sequence(order, n, httpSeqLen)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if n > 1 && stores.Distinct(seq) < n*9/10 {
+				b.Fatalf("sequence over %d keys has %d distinct keys", n, stores.Distinct(seq))
+			}
+			for _, im := range httpImpls() {
+				b.Run(fmt.Sprintf("path=%s/keys=%d/impl=%s", path, n, im.name), func(b *testing.B) {
+					benchHTTP(b, im, path, addrs, seq)
+				})
+			}
+		}
+	}
+}
+
+func benchHTTP(b *testing.B, im httpImpl, path string, addrs []string, seq []int32) {
+	h := im.new(path, nop)
+	r := mustNew(http.NewRequest(http.MethodGet, "/", nil))
+	w := &statusWriter{h: http.Header{}}
+	want := http.StatusOK
+	if path == "refuse" {
+		want = http.StatusTooManyRequests
+	}
+	// Setup, checked: every key's first request is admitted; on the refuse
+	// path it used the key's limit, so its second request is refused.
+	for i, a := range addrs {
+		r.RemoteAddr = a
+		w.reset()
+		h.ServeHTTP(w, r)
+		if w.status() != http.StatusOK {
+			b.Fatalf("%s: first request of key %d got %d", im.name, i, w.status())
+		}
+		if path == "refuse" {
+			w.reset()
+			h.ServeHTTP(w, r)
+			if w.status() != want {
+				b.Fatalf("%s: second request of key %d got %d, want %d", im.name, i, w.status(), want)
+			}
+		}
+	}
+	bad := 0
+	i := 0
+	b.ReportAllocs()
+	for b.Loop() {
+		r.RemoteAddr = addrs[seq[i]]
+		if i++; i == len(seq) {
+			i = 0
+		}
+		w.reset()
+		h.ServeHTTP(w, r)
+		if w.status() != want {
+			bad++
+		}
+	}
+	if bad > 0 {
+		b.Fatalf("%s: %d measured requests did not get %d (%s)", im.name, bad, want, strconv.Quote(path))
+	}
+}
