@@ -2,7 +2,6 @@ package fuzz
 
 import (
 	"fmt"
-	"math/big"
 	"slices"
 	"testing"
 	"time"
@@ -147,134 +146,6 @@ func (o *multiLog) idleAt(now int64) bool {
 	return !o.seen || o.latest <= now-w
 }
 
-// multiTwo is the two-counter reference: per rule the start of its current
-// window and its counters, the formula in big integers. A rule's windows
-// start at its first admission and follow each other back to back; once
-// two windows have passed since the current one started (both counters
-// zero), the next admission starts a new series.
-type multiTwo struct {
-	rules  []multi.Rule
-	latest int64
-	seen   bool
-	st     []twoCounters
-	log    []stamp // admissions, for the bounds
-}
-
-type twoCounters struct{ start, prev, curr int64 }
-
-func (o *multiTwo) clamp(now int64) int64 {
-	if o.seen && now < o.latest {
-		return o.latest
-	}
-	return now
-}
-
-func (o *multiTwo) view(i int, t int64) (twoCounters, int64) {
-	w := int64(o.rules[i].Window)
-	if o.seen {
-		s := o.st[i]
-		if t-s.start < w {
-			return s, t - s.start
-		}
-		if t-s.start < 2*w {
-			return twoCounters{start: s.start + w, prev: s.curr}, t - s.start - w
-		}
-	}
-	return twoCounters{start: t}, 0
-}
-
-func (o *multiTwo) admits(i int, c twoCounters, el int64, n int) bool {
-	r := o.rules[i]
-	w := big.NewInt(int64(r.Window))
-	lhs := new(big.Int).Mul(big.NewInt(c.prev), new(big.Int).Sub(w, big.NewInt(el)))
-	lhs.Add(lhs, new(big.Int).Mul(big.NewInt(c.curr+int64(n)), w))
-	return lhs.Cmp(new(big.Int).Mul(big.NewInt(int64(r.Limit)), w)) <= 0
-}
-
-func (o *multiTwo) fits(t int64, n int) bool {
-	for i := range o.rules {
-		c, el := o.view(i, t)
-		if !o.admits(i, c, el, n) {
-			return false
-		}
-	}
-	return true
-}
-
-func (o *multiTwo) remaining(t int64) []int {
-	t = o.clamp(t)
-	out := make([]int, len(o.rules))
-	for i, r := range o.rules {
-		c, el := o.view(i, t)
-		for out[i] < r.Limit && o.admits(i, c, el, out[i]+1) {
-			out[i]++
-		}
-	}
-	return out
-}
-
-func (o *multiTwo) allowN(now int64, n int) bool {
-	if n == 0 {
-		return true
-	}
-	if n < 0 {
-		return false
-	}
-	t := o.clamp(now)
-	if !o.fits(t, n) {
-		return false
-	}
-	for i := range o.rules {
-		c, _ := o.view(i, t)
-		c.curr += int64(n)
-		o.st[i] = c
-	}
-	o.latest, o.seen = t, true
-	o.log = append(o.log, stamp{at: t, cost: int64(n)})
-	return true
-}
-
-// readyAt searches for the first instant that fits: the instants that fit
-// form an up-set (counters only decay while nothing is admitted), and every
-// rule fits two windows on.
-func (o *multiTwo) readyAt(now int64, n int) (int64, bool) {
-	if at, ok, done := readyEdges(now, n, o.rules); done {
-		return at, ok
-	}
-	t := o.clamp(now)
-	if o.fits(t, n) {
-		return now, true
-	}
-	lo, hi := t, t
-	for _, r := range o.rules {
-		hi = max(hi, t+2*int64(r.Window))
-	}
-	for lo < hi { // fits(hi), and lo does not fit or lo == t
-		mid := lo + (hi-lo)/2
-		if o.fits(mid, n) {
-			hi = mid
-		} else {
-			lo = mid + 1
-		}
-	}
-	return hi, true
-}
-
-func (o *multiTwo) idleAt(now int64) bool {
-	if !o.seen {
-		return true
-	}
-	if now < o.latest {
-		return false
-	}
-	for i := range o.rules {
-		if c, _ := o.view(i, now); c.prev != 0 || c.curr != 0 {
-			return false
-		}
-	}
-	return true
-}
-
 // multiUnderTest is what both flavours provide.
 type multiUnderTest interface {
 	AllowN(now time.Time, n int) bool
@@ -349,27 +220,6 @@ func FuzzMulti(f *testing.F) {
 		for _, r := range rules {
 			if m := maxInAnyWindow(ref.log, int64(r.Window)); m > int64(r.Limit) {
 				t.Fatalf("rules %v: %d admitted in some window of %v, limit %d", rules, m, r.Window, r.Limit)
-			}
-		}
-	})
-}
-
-// FuzzMultiApprox checks the approximate flavour decision by decision
-// against the two-counter formula of every rule in big integers, and the
-// 2*limit-1 bound of every rule over windows of every alignment.
-func FuzzMultiApprox(f *testing.F) {
-	multiSeeds(f)
-	f.Fuzz(func(t *testing.T, data []byte) {
-		rules, ops := decodeRules(data)
-		l, err := multi.NewApprox(rules...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ref := &multiTwo{rules: rules, st: make([]twoCounters, len(rules))}
-		replayMulti(t, rules, ops, l, ref)
-		for _, r := range rules {
-			if m := maxInAnyWindow(ref.log, int64(r.Window)); m > int64(2*r.Limit-1) {
-				t.Fatalf("rules %v: %d admitted in some window of %v, bound %d", rules, m, r.Window, 2*r.Limit-1)
 			}
 		}
 	})

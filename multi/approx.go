@@ -2,59 +2,68 @@ package multi
 
 import (
 	"context"
-	"math"
+	"errors"
+	"fmt"
 	"math/bits"
 	"runtime"
 	"sync/atomic"
 	"time"
 
 	"github.com/slidelimit/slidelimit/internal/clock"
+	"github.com/slidelimit/slidelimit/internal/twocount"
 )
 
-// Approx is the approximate flavour: a two-counter window for every rule,
-// with the formula of package window. Rule i splits time into back-to-back windows of length
-// Window_i and keeps the cost admitted in the current one (curr) and in the
-// one before (prev). At instant t, elapsed = t minus the start of t's window,
-// it admits n iff
+// MaxApproxLimit is the largest limit a rule of NewApprox may have; it is
+// window.MaxLimit.
+const MaxApproxLimit = 1<<20 - 1
+
+// MaxApproxWindow is the longest window a rule of NewApprox may have, 2^57 ns
+// (about 4.6 years); it is window.MaxWindow.
+const MaxApproxWindow time.Duration = 1 << 57
+
+// Approx and package window share the arithmetic and its limits (array
+// lengths must be non-negative).
+var (
+	_ [twocount.MaxLimit - MaxApproxLimit]struct{}
+	_ [MaxApproxLimit - twocount.MaxLimit]struct{}
+	_ [twocount.MaxWindow - MaxApproxWindow]struct{}
+	_ [MaxApproxWindow - twocount.MaxWindow]struct{}
+)
+
+// Approx is the approximate flavour: every rule is a two-counter window that
+// decides exactly as package window does. Rule i splits time into
+// back-to-back windows of length Window_i and keeps the cost admitted in the
+// current one (curr) and in the one before (prev). At instant t, elapsed = t
+// minus the start of t's window, it admits n iff
 //
 //	prev*(Window-elapsed) + (curr+n)*Window <= Limit*Window
 //
 // computed exactly in integers. A call is admitted iff every rule admits it,
 // and then every rule counts it, in one step. A rule admits at most Limit in
-// each of its windows and at most 2*Limit-1 in any window of its length.
+// each of its windows and at most 2*Limit-1 in any window of its length. An
+// Approx with one rule decides every call as a window.Limiter with the same
+// limit and window.
 //
 // A rule's windows are aligned on its first admission, and again on the first
-// admission after a whole window has passed with nothing admitted (when both
-// counters are zero, where the windows fall is free). So decisions depend
-// only on the calls, never on when the limiter was created, and an idle
-// limiter (IdleAt) decides exactly as a new one. As in Limiter, and unlike
-// package window (which only records the start of its window), an instant
-// before the latest admitted one is treated as that latest instant.
-//
-// # Protocol
-//
-// The counters of all rules, with the latest admitted instant, form a
-// snapshot that lives in a slot of a preallocated slot table. One 64-bit head
-// word names the current slot and carries a tag that grows with every
-// admission. A caller reads the head, reads the slot, and checks that the
-// slot still holds that tag (the tag in the slot's state word works as a
-// seqlock: a slot taken for reuse gets a new tag first). A refused
-// call stops there: it has written nothing. An admitted call takes a free
-// slot, writes the next snapshot into it, and installs it with one
-// compare-and-swap on the head: the linearization point of the whole
-// decision, for every rule at once. The superseded slot is then released.
-// Nobody ever waits for another caller: a failed compare-and-swap means
-// another admission succeeded, and when every slot is taken (callers
-// suspended mid-admission) the table grows, up to 4094 slots; only with 4093
-// callers suspended mid-admission would a caller yield until one resumes.
-// docs/multi.md has the details.
+// admission after both counters have fallen to zero. So decisions depend only
+// on the calls, never on when the limiter was created, and an idle limiter
+// (IdleAt) decides exactly as a new one. Each rule records the start of its
+// current window: an instant before it is decided at that start (never more
+// permissive than a later instant of the window), and an instant inside the
+// window is decided as given. Instants more than about 63 years before or
+// after NewApprox are treated as that bound.
 //
 // An Approx is safe for concurrent use by multiple goroutines; decisions are
-// lock-free and allocation-free once the slot table has grown to the number
-// of callers admitting at the same moment (NewApprox allocates two slots;
-// contention adds at most 10 more allocations over the limiter's life). The
-// zero value refuses every call of cost 1 or more; use NewApprox. An Approx
-// must not be copied after first use.
+// lock-free and allocation-free once its internal table has grown to the
+// number of callers admitting at the same moment (NewApprox allocates two
+// entries; contention adds at most 10 more allocations over the limiter's
+// life), and a refused call writes nothing shared. The zero value refuses
+// every call of cost 1 or more; use NewApprox. An Approx must not be copied
+// after first use.
+//
+// Its state is a series of immutable snapshots of every rule's counters, the
+// current one named by a head word and replaced by one compare-and-swap per
+// admission; the fields below and docs/multi.md give the protocol.
 type Approx struct {
 	// head is tag<<idxBits | idx: slot idx holds the current snapshot,
 	// written with version tag. Written only by compare-and-swap.
@@ -64,18 +73,27 @@ type Approx struct {
 	chunks [maxChunks]atomic.Pointer[[]atomic.Uint64]
 	// Immutable after NewApprox.
 	stride    uint64
-	rules     []arule
+	rules     []twocount.Rule
 	cfg       []Rule
 	minLimit  int
 	maxWindow time.Duration
 	base      clock.Base
 }
 
-// arule is one rule in the units the decision uses.
-type arule struct {
-	limit  uint64
-	window uint64
-}
+// The protocol, in short (docs/multi.md has the details and the proofs):
+// the counters of all rules form a snapshot that lives in a slot of a
+// preallocated slot table. The head word names the current slot and carries
+// a tag that grows with every admission. A caller reads the head, reads the
+// slot, and checks that the slot still holds that tag (the tag in the slot's
+// state word works as a seqlock: a slot taken for reuse gets a new tag
+// first). A refused call stops there, having written nothing. An admitted
+// call takes a free slot, writes the next snapshot into it, and installs it
+// with one compare-and-swap on the head: the linearization point of the
+// whole decision, for every rule at once. The superseded slot is then
+// released. Nobody waits for another caller: a failed compare-and-swap means
+// another admission succeeded, and when every slot is taken (callers
+// suspended mid-admission) the table grows, up to 4094 slots; only with 4093
+// callers suspended mid-admission would a caller yield until one resumes.
 
 // Head word layout (high to low):
 //
@@ -91,10 +109,9 @@ type arule struct {
 //	                it will hold (no head pairs that tag with this slot before
 //	                the owner's compare-and-swap); owned is 1 while the slot is
 //	                the head's or a caller's scratch, 0 when it is free
-//	word 1          last: the latest admitted instant (int64); noneYet before
-//	                the first admission
-//	word 2+2i       start: the instant rule i's current window starts
-//	word 3+2i       prev<<32 | curr of rule i (both <= MaxLimit < 1<<32)
+//	word 1+2i       start: the instant rule i's current window starts
+//	                (int64 offset from base; twocount.StartNew at first)
+//	word 2+2i       prev<<32 | curr of rule i (both <= MaxApproxLimit)
 const (
 	idxBits   = 12
 	idxMask   = 1<<idxBits - 1
@@ -102,38 +119,45 @@ const (
 	maxChunks = 11 // 2+4+...+2048 = 4094 slots < 1<<idxBits
 
 	stateW = 0
-	lastW  = 1
-	ruleW  = 2
+	ruleW  = 1
 	owned  = 1
 
 	lowMask = 1<<32 - 1
-	noneYet = math.MinInt64
 )
 
 // NewApprox returns an approximate limiter for the rules: a two-counter window
 // for each. It allocates a few words per rule; decisions allocate nothing.
 // It returns an error naming the rule when there is no rule, or when a rule's
-// limit is outside [1, MaxLimit] or its window outside [1ns, MaxWindow].
+// limit is outside [1, MaxApproxLimit] or its window outside
+// [1ns, MaxApproxWindow].
 func NewApprox(rules ...Rule) (*Approx, error) {
-	minLimit, maxWindow, err := validate(rules)
-	if err != nil {
-		return nil, err
+	if len(rules) == 0 {
+		return nil, errors.New("multi: at least one rule is required, got none")
 	}
 	a := &Approx{
-		cfg:       append([]Rule(nil), rules...),
-		rules:     make([]arule, len(rules)),
-		minLimit:  minLimit,
-		maxWindow: maxWindow,
-		base:      clock.NewBase(),
+		cfg:      append([]Rule(nil), rules...),
+		rules:    make([]twocount.Rule, len(rules)),
+		minLimit: MaxApproxLimit,
+		base:     clock.NewBase(),
 	}
 	for i, r := range rules {
-		a.rules[i] = arule{limit: uint64(r.Limit), window: uint64(r.Window)}
+		if r.Limit < 1 || r.Limit > MaxApproxLimit {
+			return nil, fmt.Errorf("multi: rule %d: limit must be between 1 and %d, got %d", i, MaxApproxLimit, r.Limit)
+		}
+		if r.Window < 1 || r.Window > MaxApproxWindow {
+			return nil, fmt.Errorf("multi: rule %d: window must be between 1ns and %v, got %v", i, MaxApproxWindow, r.Window)
+		}
+		a.rules[i] = twocount.Rule{Limit: int64(r.Limit), Window: int64(r.Window)}
+		a.minLimit = min(a.minLimit, r.Limit)
+		a.maxWindow = max(a.maxWindow, r.Window)
 	}
 	a.stride = (ruleW + 2*uint64(len(rules)) + 7) &^ 7
 	c0 := make([]atomic.Uint64, 2*a.stride)
 	c0[stateW].Store(1<<1 | owned)
-	none := int64(noneYet)
-	c0[lastW].Store(uint64(none))
+	start := int64(twocount.StartNew)
+	for i := range rules {
+		c0[ruleW+2*i].Store(uint64(start))
+	}
 	a.chunks[0].Store(&c0)
 	a.head.Store(1 << idxBits)
 	return a, nil
@@ -192,96 +216,23 @@ func (a *Approx) acquire(tag uint64) (uint64, []atomic.Uint64) {
 	}
 }
 
-// clamp returns the instant a call at now decides at, given the latest
-// admitted instant last: time never goes back.
-func clamp(now, last int64) int64 { return max(now, last) }
-
-// at returns rule r's window start, elapsed time, prev and curr at the
-// clamped instant t, from the stored start and prev<<32|curr. seen is false
-// before the first admission. A stored state has curr >= 1 (it was written
-// by an admission), so once two windows have passed both counters are zero
-// and a new series of windows starts at t.
-func (r *arule) at(t int64, seen bool, start, pc uint64) (s uint64, el, p, c uint64) {
-	if seen {
-		d := uint64(t) - start // t >= start: instants never go back
-		if d < r.window {
-			return start, d, pc >> 32, pc & lowMask
-		}
-		if d-r.window < r.window {
-			// start+window <= t: no overflow.
-			return start + r.window, d - r.window, pc & lowMask, 0
-		}
-	}
-	return uint64(t), 0, 0, 0
+// view returns the instant rule i decides offset off at, and the window
+// start and counters in effect then, from the snapshot in slot s. The caller
+// validates the slot afterwards.
+func (a *Approx) view(s []atomic.Uint64, i int, off int64) (t, ws, p, c int64) {
+	pc := s[ruleW+2*i+1].Load()
+	t, ws, p, c, _ = a.rules[i].View(int64(s[ruleW+2*i].Load()), int64(pc>>32), int64(pc&lowMask), off)
+	return t, ws, p, c
 }
 
-// admits reports whether prev*(W-el) + (curr+n)*W <= L*W, exactly.
-func (r *arule) admits(el, p, c, n uint64) bool {
-	cn := c + n
-	if cn > r.limit {
-		return false
-	}
-	if p == 0 {
-		return true
-	}
-	h1, l1 := bits.Mul64(p, r.window-el)
-	h2, l2 := bits.Mul64(r.limit-cn, r.window)
-	return h1 < h2 || h1 == h2 && l1 <= l2
-}
-
-// tokens returns the largest m with prev*(W-el) + (curr+m)*W <= L*W, or 0.
-func (r *arule) tokens(el, p, c uint64) uint64 {
-	h, l := bits.Mul64(p, r.window-el)
-	q, rem := bits.Div64(h, l, r.window) // h < window because p < 1<<32
-	if rem != 0 {
-		q++
-	}
-	if c+q >= r.limit {
-		return 0
-	}
-	return r.limit - c - q
-}
-
-// wait returns how long after the clamped instant (elapsed el into its
-// window) rule r first admits n, if nothing else is admitted. n <= limit.
-func (r *arule) wait(el, p, c, n uint64) uint64 {
-	w := r.window
-	// In the current window: p*(W-e) <= R*W with R = L-c-n, for e >= el.
-	if c+n <= r.limit {
-		R := r.limit - c - n
-		if p == 0 || R >= p {
-			return 0
-		}
-		hi, lo := bits.Mul64(R, w)
-		q, _ := bits.Div64(hi, lo, p) // R < p, so R*W/p < W
-		if q > 0 {
-			return max(w-q, el) - el
-		}
-	}
-	// In the next window prev = c, curr = 0: c*(W-e) <= (L-n)*W.
-	toNext := w - el
-	R := r.limit - n
-	if c == 0 || R >= c {
-		return toNext
-	}
-	hi, lo := bits.Mul64(R, w)
-	q, _ := bits.Div64(hi, lo, c)
-	if q > 0 {
-		return toNext + w - q
-	}
-	// The window after: prev = curr = 0.
-	return toNext + w
-}
-
-// load reads the head and returns its tag, its slot and the latest admitted
-// instant. The caller reads the rules' words and then calls a.valid.
-func (a *Approx) load() (h uint64, s []atomic.Uint64, last int64) {
+// load reads the head and returns its tag and its slot. The caller reads the
+// rules' words and then calls valid.
+func (a *Approx) load() (h uint64, s []atomic.Uint64) {
 	for {
 		h = a.head.Load()
 		s = a.slot(h & idxMask)
-		last = int64(s[lastW].Load())
 		if s[stateW].Load()>>1 == h>>idxBits {
-			return h, s, last
+			return h, s
 		}
 	}
 }
@@ -314,14 +265,14 @@ func (a *Approx) AllowN(now time.Time, n int) bool {
 	if n > a.minLimit { // also the zero Approx: minLimit 0
 		return false
 	}
-	return a.allowN(a.base.Offset(now), uint64(n))
+	return a.allowN(a.base.Offset(now), int64(n))
 }
 
 // stackRules is how many rules' next counters allowN keeps on the stack
 // between deciding and writing; with more rules it reads them twice.
 const stackRules = 8
 
-func (a *Approx) allowN(now int64, n uint64) bool {
+func (a *Approx) allowN(off, n int64) bool {
 	var (
 		mine    []atomic.Uint64 // scratch slot, once the call looks admissible
 		mineIdx uint64
@@ -329,20 +280,17 @@ func (a *Approx) allowN(now int64, n uint64) bool {
 	)
 	onStack := len(a.rules) <= stackRules
 	for {
-		h, s, last := a.load()
-		t := clamp(now, last)
-		seen := last != noneYet
+		h, s := a.load()
 		// Decide, reading only: a refused call writes nothing.
 		ok := true
 		for i := range a.rules {
-			r := &a.rules[i]
-			st, el, p, c := r.at(t, seen, s[ruleW+2*i].Load(), s[ruleW+2*i+1].Load())
-			if !r.admits(el, p, c, n) {
+			t, ws, p, c := a.view(s, i, off)
+			if !a.rules[i].Fits(p, c, t-ws, n) {
 				ok = false
 				break
 			}
 			if onStack {
-				next[i] = [2]uint64{st, p<<32 | (c + n)}
+				next[i] = [2]uint64{uint64(ws), uint64(p)<<32 | uint64(c+n)}
 			}
 		}
 		if !valid(h, s) {
@@ -376,19 +324,15 @@ func (a *Approx) allowN(now int64, n uint64) bool {
 			}
 		} else {
 			for i := range a.rules {
-				r := &a.rules[i]
-				st, _, p, c := r.at(t, seen, s[ruleW+2*i].Load(), s[ruleW+2*i+1].Load())
-				if mine[ruleW+2*i].Load() != st {
-					mine[ruleW+2*i].Store(st)
+				_, ws, p, c := a.view(s, i, off)
+				if mine[ruleW+2*i].Load() != uint64(ws) {
+					mine[ruleW+2*i].Store(uint64(ws))
 				}
-				mine[ruleW+2*i+1].Store(p<<32 | (c + n))
+				mine[ruleW+2*i+1].Store(uint64(p)<<32 | uint64(c+n))
 			}
 			if !valid(h, s) {
 				continue
 			}
-		}
-		if mine[lastW].Load() != uint64(t) {
-			mine[lastW].Store(uint64(t))
 		}
 		// The linearization point: the head still names the snapshot
 		// everything above was computed from, and now names the next one,
@@ -412,13 +356,11 @@ func (a *Approx) TokensAt(now time.Time) int {
 	}
 	off := a.base.Offset(now)
 	for {
-		h, s, last := a.load()
-		t := clamp(off, last)
-		best := uint64(a.minLimit)
+		h, s := a.load()
+		best := int64(a.minLimit)
 		for i := range a.rules {
-			r := &a.rules[i]
-			_, el, p, c := r.at(t, last != noneYet, s[ruleW+2*i].Load(), s[ruleW+2*i+1].Load())
-			best = min(best, r.tokens(el, p, c))
+			t, ws, p, c := a.view(s, i, off)
+			best = min(best, a.rules[i].Tokens(p, c, t-ws))
 		}
 		if valid(h, s) {
 			return int(best)
@@ -438,12 +380,10 @@ func (a *Approx) RemainingAt(now time.Time, dst []int) []int {
 	n0 := len(dst)
 	for {
 		dst = dst[:n0]
-		h, s, last := a.load()
-		t := clamp(off, last)
+		h, s := a.load()
 		for i := range a.rules {
-			r := &a.rules[i]
-			_, el, p, c := r.at(t, last != noneYet, s[ruleW+2*i].Load(), s[ruleW+2*i+1].Load())
-			dst = append(dst, int(r.tokens(el, p, c)))
+			t, ws, p, c := a.view(s, i, off)
+			dst = append(dst, int(a.rules[i].Tokens(p, c, t-ws)))
 		}
 		if valid(h, s) {
 			return dst
@@ -454,8 +394,10 @@ func (a *Approx) RemainingAt(now time.Time, dst []int) []int {
 // ReadyAt returns the earliest instant, not before now, at which AllowN would
 // admit n if nothing else were admitted meanwhile: the latest of the instants
 // at which each rule would admit it, and now itself when n fits now. ok is
-// false when n can never be admitted (n < 0 or n > Limit()); n == 0 is ready
-// at now. Instants past the end of the int64 nanosecond range saturate.
+// false when n can never be admitted: n < 0 or n > Limit(), or n does not fit
+// at the last instant the limiter can tell apart (about 63 years after
+// NewApprox), after which time no longer moves for it. n == 0 is ready at
+// now.
 func (a *Approx) ReadyAt(now time.Time, n int) (at time.Time, ok bool) {
 	if n == 0 {
 		return now, true
@@ -465,53 +407,46 @@ func (a *Approx) ReadyAt(now time.Time, n int) (at time.Time, ok bool) {
 	}
 	off := a.base.Offset(now)
 	for {
-		h, s, last := a.load()
-		t := clamp(off, last)
-		var wait uint64
+		h, s := a.load()
+		var ready int64 = twocount.OffMin
+		fits := true
 		for i := range a.rules {
-			r := &a.rules[i]
-			_, el, p, c := r.at(t, last != noneYet, s[ruleW+2*i].Load(), s[ruleW+2*i+1].Load())
-			wait = max(wait, r.wait(el, p, c, uint64(n)))
+			t, ws, p, c := a.view(s, i, off)
+			if r := a.rules[i].ReadyAt(ws, p, c, t, int64(n)); r != t {
+				fits = false
+				ready = max(ready, r)
+			}
 		}
 		if !valid(h, s) {
 			continue
 		}
-		if wait == 0 {
+		switch {
+		case fits:
 			return now, true
+		case ready > twocount.OffMax:
+			return time.Time{}, false
+		default:
+			return a.base.Time(ready), true
 		}
-		// wait <= 2*MaxWindow, so it fits an int64; t+wait may not.
-		if uint64(math.MaxInt64-t) < wait {
-			return a.base.Time(math.MaxInt64), true
-		}
-		return a.base.Time(t + int64(wait)), true
 	}
 }
 
-// IdleAt reports whether the limiter carries no information at now: nothing
-// was ever admitted, or now is not before the latest admission and every
-// rule's counters have fallen out of its two windows. An idle limiter decides
-// every call at an instant at or after now exactly as a new limiter would.
+// IdleAt reports whether the limiter carries no information at now: for
+// every rule, nothing was admitted in the window that contains now or in the
+// one before it. An idle limiter decides every call at an instant at or after
+// now exactly as a new limiter would.
 func (a *Approx) IdleAt(now time.Time) bool {
 	if a.minLimit == 0 {
 		return true
 	}
 	off := a.base.Offset(now)
 	for {
-		h, s, last := a.load()
+		h, s := a.load()
 		idle := true
-		if last != noneYet {
-			if off < last {
+		for i := range a.rules {
+			if !a.rules[i].Idle(int64(s[ruleW+2*i].Load()), off) {
 				idle = false
-			} else {
-				t := off
-				for i := range a.rules {
-					r := &a.rules[i]
-					_, _, p, c := r.at(t, true, s[ruleW+2*i].Load(), s[ruleW+2*i+1].Load())
-					if p != 0 || c != 0 {
-						idle = false
-						break
-					}
-				}
+				break
 			}
 		}
 		if valid(h, s) {

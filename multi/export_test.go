@@ -10,11 +10,11 @@ func (l *Limiter) baseTime() time.Time { return l.base.Time(0) }
 func (a *Approx) baseTime() time.Time  { return a.base.Time(0) }
 
 // StateOf returns every word of an Approx's current snapshot (head, then the
-// slot's tag, last instant and rule words; the owned bit is left out,
+// slot's tag and rule words; the owned bit is left out,
 // since it is scratch bookkeeping) for tests that check a refused call
 // changed nothing.
 func StateOf(a *Approx) []uint64 {
-	h, s, _ := a.load()
+	h, s := a.load()
 	out := []uint64{h}
 	out = append(out, s[stateW].Load()>>1)
 	for i := range s[1:] {

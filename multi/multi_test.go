@@ -88,25 +88,29 @@ func mustNew(t testing.TB, newf func(...multi.Rule) (lim, error), rules ...multi
 
 func TestNewErrors(t *testing.T) {
 	ms, s := time.Millisecond, time.Second
-	wr := fmt.Sprintf("window must be between 1ns and %v, got", multi.MaxWindow)
-	lr := fmt.Sprintf("limit must be between 1 and %d, got", multi.MaxLimit)
-	tests := []struct {
-		rules []multi.Rule
-		want  string // "" for no error
-	}{
-		{nil, "multi: at least one rule is required, got none"},
-		{[]multi.Rule{{0, s}}, "multi: rule 0: " + lr + " 0"},
-		{[]multi.Rule{{10, s}, {-1, s}}, "multi: rule 1: " + lr + " -1"},
-		{[]multi.Rule{{10, s}, {multi.MaxLimit + 1, s}}, "multi: rule 1: " + lr + " " + fmt.Sprint(multi.MaxLimit+1)},
-		{[]multi.Rule{{10, s}, {5, ms}, {3, 0}}, "multi: rule 2: " + wr + " 0s"},
-		{[]multi.Rule{{10, -s}}, "multi: rule 0: " + wr + " -1s"},
-		{[]multi.Rule{{10, multi.MaxWindow + 1}}, "multi: rule 0: " + wr + " " + (multi.MaxWindow + 1).String()},
-		{[]multi.Rule{{1, 1}}, ""},
-		{[]multi.Rule{{10, s}, {10, s}}, ""},             // duplicate
-		{[]multi.Rule{{10, s}, {5, s}}, ""},              // redundant
-		{[]multi.Rule{{3, multi.MaxWindow}, {1, 1}}, ""}, // extremes
-	}
 	for _, impl := range impls {
+		maxLimit, maxWindow := multi.MaxLimit, multi.MaxWindow
+		if impl.name == "approx" {
+			maxLimit, maxWindow = multi.MaxApproxLimit, multi.MaxApproxWindow
+		}
+		wr := fmt.Sprintf("window must be between 1ns and %v, got", maxWindow)
+		lr := fmt.Sprintf("limit must be between 1 and %d, got", maxLimit)
+		tests := []struct {
+			rules []multi.Rule
+			want  string // "" for no error
+		}{
+			{nil, "multi: at least one rule is required, got none"},
+			{[]multi.Rule{{0, s}}, "multi: rule 0: " + lr + " 0"},
+			{[]multi.Rule{{10, s}, {-1, s}}, "multi: rule 1: " + lr + " -1"},
+			{[]multi.Rule{{10, s}, {maxLimit + 1, s}}, "multi: rule 1: " + lr + " " + fmt.Sprint(maxLimit+1)},
+			{[]multi.Rule{{10, s}, {5, ms}, {3, 0}}, "multi: rule 2: " + wr + " 0s"},
+			{[]multi.Rule{{10, -s}}, "multi: rule 0: " + wr + " -1s"},
+			{[]multi.Rule{{10, maxWindow + 1}}, "multi: rule 0: " + wr + " " + (maxWindow + 1).String()},
+			{[]multi.Rule{{1, 1}}, ""},
+			{[]multi.Rule{{10, s}, {10, s}}, ""},       // duplicate
+			{[]multi.Rule{{10, s}, {5, s}}, ""},        // redundant
+			{[]multi.Rule{{3, maxWindow}, {1, 1}}, ""}, // extremes
+		}
 		for i, tt := range tests {
 			l, err := impl.new(tt.rules...)
 			switch {
@@ -553,7 +557,11 @@ func TestIdleAt(t *testing.T) {
 func TestExtremes(t *testing.T) {
 	far := time.Now().Add(100 * 365 * 24 * time.Hour)
 	for _, impl := range impls {
-		l := mustNew(t, impl.new, multi.Rule{2, multi.MaxWindow}, multi.Rule{1 << 20, 1})
+		maxWindow := multi.MaxWindow
+		if impl.name == "approx" {
+			maxWindow = multi.MaxApproxWindow
+		}
+		l := mustNew(t, impl.new, multi.Rule{2, maxWindow}, multi.Rule{1<<20 - 1, 1})
 		for _, at := range []time.Time{{}, time.Unix(-1<<62, 0), time.Now(), far, time.Unix(1<<62, 0)} {
 			l.TokensAt(at)
 			remainingAt(l, at)
@@ -567,18 +575,15 @@ func TestExtremes(t *testing.T) {
 		if l.AllowN(far, 1) || l.AllowN(time.Now(), 1) {
 			t.Errorf("%s: admitted past a full MaxWindow rule", impl.name)
 		}
-		if impl.name == "exact" {
-			// far is beyond the ~73 years the exact log represents: the
-			// full MaxWindow rule stays full at the last instant it can
-			// represent, so 1 can never be admitted again (issue 10).
-			if at, ok := l.ReadyAt(far, 1); ok {
-				t.Errorf("%s: ReadyAt(far) = %v, true; want never", impl.name, at)
-			}
-			if err := l.WaitN(context.Background(), 1); !errors.Is(err, multi.ErrNeverReady) {
-				t.Errorf("%s: WaitN = %v, want ErrNeverReady", impl.name, err)
-			}
-		} else if at, ok := l.ReadyAt(far, 1); !ok || at.Before(far) {
-			t.Errorf("%s: ReadyAt(far) = %v, %v", impl.name, at, ok)
+		// far is beyond the ~73 years the exact log represents and the ~63
+		// years of the approximate one: the full MaxWindow rule stays full
+		// at the last instant it can represent, so 1 can never be admitted
+		// again (issue 10).
+		if at, ok := l.ReadyAt(far, 1); ok {
+			t.Errorf("%s: ReadyAt(far) = %v, true; want never", impl.name, at)
+		}
+		if err := l.WaitN(context.Background(), 1); !errors.Is(err, multi.ErrNeverReady) {
+			t.Errorf("%s: WaitN = %v, want ErrNeverReady", impl.name, err)
 		}
 		for _, n := range []int{math.MaxInt, math.MinInt, 3, -1} {
 			if l.AllowN(far, n) {

@@ -104,12 +104,17 @@ func newApproxOracle(rules []multi.Rule) *approxOracle {
 	return &approxOracle{rules: rules, st: make([]counters, len(rules))}
 }
 
-// view returns rule i's counters and elapsed time at the clamped instant t:
-// the stored window, the next one (curr becomes prev), or, two windows on
-// or before the first admission, a new series of windows starting at t.
+// view returns rule i's counters and elapsed time at instant t, which is
+// first clamped to the start of the rule's current window (an instant before
+// it is decided at it): the stored window, the next one (curr becomes prev),
+// or, two windows on or before the first admission, a new series of windows
+// starting at t.
 func (o *approxOracle) view(i int, t int64) (c counters, elapsed int64) {
 	w := int64(o.rules[i].Window)
 	s := o.st[i]
+	if o.seen {
+		t = max(t, s.start)
+	}
 	switch {
 	case !o.seen:
 	case t-s.start < w:
@@ -132,12 +137,8 @@ func (o *approxOracle) admits(i int, c counters, el int64, n int64) bool {
 	return lhs.Cmp(rhs) <= 0
 }
 
-func (o *approxOracle) clamp(t int64) int64 {
-	if o.seen && t < o.last {
-		return o.last
-	}
-	return t
-}
+// clamp is the identity: each rule clamps to its own window start (view).
+func (o *approxOracle) clamp(t int64) int64 { return t }
 
 func (o *approxOracle) remaining(t int64) []int {
 	t = o.clamp(t)
