@@ -2,6 +2,7 @@ package redis_test
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -135,3 +136,5 @@ type quiet struct{}
 func (quiet) Printf(context.Context, string, ...any) {}
 
 func init() { goredis.SetLogger(quiet{}) }
+
+func fmtSscan(s string, v *int) (int, error) { return fmt.Sscan(s, v) }

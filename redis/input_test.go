@@ -1,0 +1,156 @@
+package redis_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/slidelimit/slidelimit/redis"
+	"github.com/slidelimit/slidelimit/redis/internal/redistest"
+)
+
+// TestNewErrors: bad configuration is refused with an error that names the
+// argument.
+func TestNewErrors(t *testing.T) {
+	_, _, c := standalone(t)
+	ok := redis.Rule{Limit: 10, Window: time.Second}
+	for _, tc := range []struct {
+		name  string
+		exact bool
+		c     redis.Client
+		o     redis.Options
+		rules []redis.Rule
+		want  string
+	}{
+		{"nil client", true, nil, redis.Options{}, []redis.Rule{ok}, "redis: client must not be nil"},
+		{"no rule", true, c, redis.Options{}, nil, "redis: rules: between 1 and 16 rules are required, got 0"},
+		{"too many rules", false, c, redis.Options{}, make([]redis.Rule, 17), "got 17"},
+		{"limit 0", true, c, redis.Options{}, []redis.Rule{{Limit: 0, Window: time.Second}}, "redis: rule 0: limit must be between 1 and 1048576, got 0"},
+		{"log limit too big", true, c, redis.Options{}, []redis.Rule{ok, {Limit: redis.MaxLogLimit + 1, Window: time.Second}}, "redis: rule 1: limit must be between 1 and 1048576"},
+		{"window limit too big", false, c, redis.Options{}, []redis.Rule{{Limit: redis.MaxWindowLimit + 1, Window: time.Second}}, "limit must be between 1 and 67108863"},
+		{"window 0", true, c, redis.Options{}, []redis.Rule{{Limit: 1, Window: 0}}, "redis: rule 0: window must be a whole number of microseconds"},
+		{"window 1ns", false, c, redis.Options{}, []redis.Rule{{Limit: 1, Window: time.Nanosecond}}, "got 1ns"},
+		{"window 1.5µs", true, c, redis.Options{}, []redis.Rule{{Limit: 1, Window: 1500 * time.Nanosecond}}, "got 1.5µs"},
+		{"window too long", true, c, redis.Options{}, []redis.Rule{{Limit: 1, Window: redis.MaxWindow + time.Microsecond}}, "window must be"},
+		{"prefix with brace", true, c, redis.Options{Prefix: "a{b"}, []redis.Rule{ok}, `redis: prefix must not contain braces, got "a{b"`},
+		{"bad policy", true, c, redis.Options{OnError: 7}, []redis.Rule{ok}, "redis: OnError must be FailClosed, FailOpen or FallBack, got 7"},
+		{"fallback without rules", true, c, redis.Options{OnError: redis.FallBack}, []redis.Rule{ok}, "redis: fallback rules: between 1 and 16"},
+		{"fallback bad rule", true, c, redis.Options{OnError: redis.FallBack, Fallback: []redis.Rule{{Limit: -1, Window: time.Second}}}, []redis.Rule{ok}, "redis: fallback rule 0: limit"},
+	} {
+		newf := redis.NewWindow
+		if tc.exact {
+			newf = redis.NewLog
+		}
+		l, err := newf(tc.c, tc.o, tc.rules...)
+		require.Nil(t, l, tc.name)
+		require.ErrorContains(t, err, tc.want, tc.name)
+	}
+	_, err := redis.NewGoRedis(nil)
+	require.ErrorContains(t, err, "redis: NewGoRedis: client must not be nil")
+}
+
+// TestBadInput: bad keys, instants and costs are errors that name them, and
+// nothing is written; costs above a limit are refused and write nothing;
+// cost 0 is admitted and writes nothing; keys with braces are keys like any
+// other.
+func TestBadInput(t *testing.T) {
+	s, _, c := standalone(t)
+	dbsize := func() string {
+		out, err := redistest.Do(s.Addr(), "DBSIZE")
+		require.NoError(t, err)
+		return out
+	}
+	now := at(epoch)
+	for _, exact := range []bool{true, false} {
+		mk := mustWindow
+		if exact {
+			mk = mustLog
+		}
+		l := mk(t, c, redis.Options{}, redis.Rule{Limit: 3, Window: time.Second}, redis.Rule{Limit: 5, Window: time.Minute})
+		for _, tc := range []struct {
+			key  string
+			now  time.Time
+			n    int
+			want string
+		}{
+			{"", now, 1, "redis: key must not be empty"},
+			{strings.Repeat("x", redis.MaxKeyLen+1), now, 1, "redis: key must be at most 1024 bytes, got 1025"},
+			{"k", now, -1, "redis: n must be at least 0, got -1"},
+			{"k", time.Unix(0, 0), 1, "redis: now must be after the Unix epoch and before 2112"},
+			{"k", time.Unix(-5, 0), 1, "redis: now must be after"},
+			{"k", time.Date(2200, 1, 1, 0, 0, 0, 0, time.UTC), 1, "redis: now must be after"},
+		} {
+			d, err := l.AllowN(t.Context(), tc.key, tc.now, tc.n)
+			require.ErrorContains(t, err, tc.want)
+			require.False(t, d.Allowed)
+		}
+		require.Equal(t, "0", dbsize(), "exact %v: a bad call wrote something", exact)
+
+		for _, n := range []int{4, 6, 1 << 40} {
+			d, err := l.AllowN(t.Context(), "k", now, n)
+			require.NoError(t, err)
+			require.False(t, d.Allowed, "n %d", n)
+			require.True(t, d.ReadyAt.IsZero(), "n %d can never fit", n)
+			require.Equal(t, []int{3, 5}, d.Remaining)
+		}
+		d, err := l.AllowN(t.Context(), "k", now, 0)
+		require.NoError(t, err)
+		require.True(t, d.Allowed)
+		require.Equal(t, now, d.ReadyAt)
+		require.Equal(t, "0", dbsize(), "exact %v: a refused or zero-cost call wrote something", exact)
+
+		// Keys with braces: each is its own key, distinct from the key
+		// inside its braces.
+		for _, k := range []string{"{k}", "k}", "{", "a{k}b", "k"} {
+			d, err := l.AllowN(t.Context(), k, now, 3)
+			require.NoError(t, err)
+			require.True(t, d.Allowed, "key %q", k)
+		}
+		require.Equal(t, "5", dbsize())
+		_, err = redistest.Do(s.Addr(), "FLUSHALL")
+		require.NoError(t, err)
+	}
+}
+
+// TestExpiry: a key expires once it carries no information. The log's key
+// lives for its longest window after each admission (rounded up to a
+// millisecond, plus one); the window's for the end of the rule's next window;
+// a refused call does not extend it.
+func TestExpiry(t *testing.T) {
+	s, _, c := standalone(t)
+	pttl := func(l *redis.Limiter, key string) int {
+		rk, err := redis.RedisKey(l, key)
+		require.NoError(t, err)
+		out, err := redistest.Do(s.Addr(), "PTTL", rk)
+		require.NoError(t, err)
+		var v int
+		_, _ = fmtSscan(out, &v)
+		return v
+	}
+	rules := []redis.Rule{{Limit: 1, Window: 2 * time.Second}, {Limit: 5, Window: 10*time.Second + 500*time.Microsecond}}
+	lg := mustLog(t, c, redis.Options{}, rules...)
+	d, err := lg.AllowN(t.Context(), "k", at(epoch), 1)
+	require.NoError(t, err)
+	require.True(t, d.Allowed)
+	got := pttl(lg, "k")
+	require.InDelta(t, 10002, got, 50, "log key TTL")
+	d, err = lg.AllowN(t.Context(), "k", at(epoch), 1)
+	require.NoError(t, err)
+	require.False(t, d.Allowed)
+
+	w := mustWindow(t, c, redis.Options{}, rules...)
+	d, err = w.AllowN(t.Context(), "k", at(epoch), 1)
+	require.NoError(t, err)
+	require.True(t, d.Allowed)
+	// The 10 s rule's window starts now; its state matters until 2 windows.
+	require.InDelta(t, 20002, pttl(w, "k"), 50, "window key TTL")
+
+	// On the server's clock the key really goes away.
+	short := mustLog(t, c, redis.Options{Prefix: "short"}, redis.Rule{Limit: 1, Window: 5 * time.Millisecond})
+	d, err = short.Allow(t.Context(), "s")
+	require.NoError(t, err)
+	require.True(t, d.Allowed)
+	require.Eventually(t, func() bool { return pttl(short, "s") == -2 }, 2*time.Second, 5*time.Millisecond, "the key never expired")
+}
