@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"sync/atomic"
 	"time"
 )
 
@@ -168,23 +169,26 @@ func tightest(d *Decision) int {
 	return best
 }
 
-// small holds shared one-element values for the integers 0..smallN-1, so that
-// the common Retry-After values allocate nothing. Each slice has capacity 1:
-// Header.Add copies it instead of writing into the shared array.
-const smallN = 128
+// intCache holds shared one-element header values for the integers below
+// intCacheN (4.5 hours of seconds), each made on first use, so that a
+// Retry-After or a legacy field value allocates nothing after its first
+// use. Each slice has capacity 1: Header.Add copies it instead of writing
+// into the shared array. Two goroutines making the same value at once store
+// equal slices, either of which is correct.
+const intCacheN = 1 << 14
 
-var small = func() (s [smallN][]string) {
-	for i := range s {
-		s[i] = []string{strconv.Itoa(i)}[:1:1]
-	}
-	return s
-}()
+var intCache [intCacheN]atomic.Pointer[[]string]
 
 func intValue(v int64) []string {
-	if v >= 0 && v < smallN {
-		return small[v]
+	if v < 0 || v >= intCacheN {
+		return []string{strconv.FormatInt(v, 10)}
 	}
-	return []string{strconv.FormatInt(v, 10)}
+	if p := intCache[v].Load(); p != nil {
+		return *p
+	}
+	s := []string{strconv.FormatInt(v, 10)}[:1:1]
+	intCache[v].Store(&s)
+	return s
 }
 
 // setFields writes the RateLimit fields (and the legacy ones if enabled)

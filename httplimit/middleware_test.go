@@ -244,9 +244,9 @@ func TestAllocations(t *testing.T) {
 		{"ring, fields off", httplimit.Ring(mustRing(t, 1_000_000, time.Hour)), httplimit.FieldsOff, 0},
 		{"ring, fields on", httplimit.Ring(mustRing(t, 1_000_000, time.Hour)), httplimit.FieldsAlways, 2},
 		{"keyed, fields off", httplimit.Keyed(k, httplimit.Rule{Limit: 1_000_000, Window: time.Hour}), httplimit.FieldsOff, 0},
-		// Retry-After values under 128 s allocate nothing.
-		{"refusals, fields off", httplimit.Ring(mustRing(t, 1, time.Minute)), httplimit.FieldsOff, 0},
-		{"refusals, fields on", httplimit.Ring(mustRing(t, 1, time.Minute)), httplimit.FieldsAlways, 2},
+		// Retry-After values allocate nothing after their first use.
+		{"refusals, fields off", httplimit.Ring(mustRing(t, 1, time.Hour)), httplimit.FieldsOff, 0},
+		{"refusals, fields on", httplimit.Ring(mustRing(t, 1, time.Hour)), httplimit.FieldsAlways, 2},
 	} {
 		m, err := httplimit.New(tt.l, httplimit.SendFields(tt.fields))
 		require.NoError(t, err)
