@@ -167,11 +167,16 @@ func (o *windowOracle) allowN(t int64, n int) (ok bool, ready int64, rem []int) 
 			c += int64(n)
 		}
 		w, l := r.Window.Microseconds(), int64(r.Limit)
-		k := int64(0)
-		for k < l && fits(l, w, x.p, c, x.t-x.ws, k+1) {
-			k++
+		lo, hi := int64(0), l // the largest k in [0, l] that fits
+		for lo < hi {
+			mid := lo + (hi-lo+1)/2
+			if fits(l, w, x.p, c, x.t-x.ws, mid) {
+				lo = mid
+			} else {
+				hi = mid - 1
+			}
 		}
-		rem = append(rem, int(k))
+		rem = append(rem, int(lo))
 	}
 	return ok, ready, rem
 }

@@ -2,6 +2,7 @@ package redis_test
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"sort"
 	"testing"
 	"time"
@@ -89,4 +90,61 @@ func TestLogMatchesOracle(t *testing.T) {
 func TestWindowMatchesFormula(t *testing.T) {
 	_, _, c := standalone(t)
 	replay(t, c, false)
+}
+
+// TestWindowExactAtExtremes: with limits near MaxWindowLimit and windows near
+// MaxWindow the formula's products reach 2^76, far beyond a Lua double; the
+// script's two-limb arithmetic still decides every call as the big-integer
+// formula does.
+func TestWindowExactAtExtremes(t *testing.T) {
+	_, _, c := standalone(t)
+	rules := []redis.Rule{
+		{Limit: redis.MaxWindowLimit, Window: redis.MaxWindow},
+		{Limit: 50_000_017, Window: 3*time.Hour + 7*time.Microsecond},
+	}
+	l := mustWindow(t, c, redis.Options{Prefix: "extreme"}, rules...)
+	o := &windowOracle{rules: rules}
+	r := rand.New(rand.NewPCG(7, 11))
+	tm := epoch
+	admitted, refused := 0, 0
+	for i := range 400 {
+		tm += r.Int64N(int64(2 * time.Hour / time.Microsecond))
+		n := 1 + r.IntN(30_000_000)
+		d, err := l.AllowN(t.Context(), "k", at(tm), n)
+		require.NoError(t, err)
+		ok, ready, rem := o.allowN(tm, n)
+		gotReady := int64(-1)
+		if !d.ReadyAt.IsZero() {
+			gotReady = d.ReadyAt.UnixMicro()
+		}
+		require.Equal(t, ok, d.Allowed, "step %d", i)
+		require.Equal(t, ready, gotReady, "step %d: ready", i)
+		require.Equal(t, rem, d.Remaining, "step %d: remaining", i)
+		if ok {
+			admitted++
+		} else {
+			refused++
+		}
+	}
+	require.Positive(t, admitted)
+	require.Positive(t, refused)
+
+	// A call the formula refuses by one part in 2^75: limit L = 2^25-1
+	// admitted in one window of W = 2^50 µs, then one more unit at
+	// elapsed 2^25+1 into the next: L*(W-el) = (L-1)*W + 1. In doubles the
+	// +1 is lost and the call would be admitted. One microsecond later it
+	// fits exactly.
+	const L = 1<<25 - 1
+	edge := mustWindow(t, c, redis.Options{Prefix: "edge"}, redis.Rule{Limit: L, Window: redis.MaxWindow})
+	d, err := edge.AllowN(t.Context(), "k", at(epoch), L)
+	require.NoError(t, err)
+	require.True(t, d.Allowed)
+	t1 := epoch + 1<<50 + 1<<25 + 1
+	d, err = edge.AllowN(t.Context(), "k", at(t1), 1)
+	require.NoError(t, err)
+	require.False(t, d.Allowed, "L*(W-el) = (L-1)*W + 1 must be refused")
+	require.Equal(t, t1+1, d.ReadyAt.UnixMicro())
+	d, err = edge.AllowN(t.Context(), "k", at(t1+1), 1)
+	require.NoError(t, err)
+	require.True(t, d.Allowed)
 }
