@@ -1,0 +1,200 @@
+// Package conformance is the one test suite every limiter type of this module
+// runs: it checks an implementation against the whole shared contract of
+// docs/api-contract.md, in the spirit of testing/fstest.TestFS. Each package
+// then keeps only the tests of what is its own.
+//
+// A package's conformance_test.go calls Run (and RunOutside from a test named
+// TestOutside...) with a constructor and Options saying what the type
+// promises: exact or approximate (and then the stale-instant rule of its
+// two-counter formula), its largest limit and window, its error prefix.
+// Run checks, each in its own subtest:
+//
+//   - Constructor: bad limits and windows are rejected with a nil limiter
+//     and an error prefixed with the package name that names the argument
+//     and the bad value; the extreme good ones are accepted;
+//   - Edges: n == 0, n < 0 and n > limit in AllowN, ReadyAt and WaitN, and
+//     that none of them changes a later decision;
+//   - TimeBackwards: a stale instant never lets more through than the latest
+//     admitted one, and never moves state backwards;
+//   - ExtremeInstants: at time.Time{}, far in the past and far in the future,
+//     AllowN, TokensAt and ReadyAt agree, and ReadyAt answers ok only where
+//     AllowN admits at the instant it returns;
+//   - ReadyAt: the answer is not before now, now itself (unchanged) when n
+//     fits, admitted at the returned instant and refused one nanosecond
+//     before it;
+//   - TokensAt: AllowN(now, n) admits iff n <= TokensAt(now);
+//   - IdleAt: once IdleAt(x) is true, every call at an instant >= x is
+//     decided as by a new limiter;
+//   - RefusalWritesNothing: a limiter fed refused calls too decides like a
+//     twin fed only the admitted ones;
+//   - Wait: WaitN with a done context, a deadline before ReadyAt
+//     (ErrDeadline, without waiting), n out of range (ErrNeverReady), and a
+//     wait that ends exactly at ReadyAt, in a testing/synctest bubble;
+//   - Oracle (and OracleRules for several rules): every answer on random
+//     call sequences equals internal/oracle's; the seed is logged;
+//   - Allocs: AllowN allocates nothing on the admit and the deny path
+//     (skipped under the race detector).
+//
+// RunOutside checks safety and maximality from the outside, with many
+// goroutines on a shared increasing clock.
+//
+// Failures are reported through testify's require and assert, always with the
+// call, the expected and the actual value.
+package conformance
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/slidelimit/slidelimit/internal/oracle"
+)
+
+// Limiter is the part of the contract the suite drives.
+type Limiter interface {
+	AllowN(now time.Time, n int) bool
+	TokensAt(now time.Time) int
+	ReadyAt(now time.Time, n int) (at time.Time, ok bool)
+	WaitN(ctx context.Context, n int) error
+}
+
+// Idler is implemented by limiters that report idleness; the IdleAt checks
+// run only for them.
+type Idler interface {
+	IdleAt(now time.Time) bool
+}
+
+// Configured is implemented by one-rule limiters that report their
+// configuration; the suite checks it against the constructor's arguments.
+type Configured interface {
+	Limit() int
+	Window() time.Duration
+}
+
+// Remainer is implemented by several-rule limiters that report each rule's
+// room; the oracle replays compare it.
+type Remainer interface {
+	RemainingAt(now time.Time, dst []int) []int
+}
+
+// Rule is one (limit, window) pair.
+type Rule struct {
+	Limit  int
+	Window time.Duration
+}
+
+// Kind says which model a limiter promises to follow.
+type Kind uint8
+
+const (
+	// Exact is the sliding log: at most limit in every window (t-W, t],
+	// and no call refused that the log would admit.
+	Exact Kind = iota
+	// Approx is the two-counter formula, exact in integers.
+	Approx
+)
+
+// Options says what the limiter under test promises.
+type Options struct {
+	// Pkg is the prefix of the limiter's errors ("ring").
+	Pkg string
+	// New returns a new limiter of limit per window. Required.
+	New func(limit int, window time.Duration) (Limiter, error)
+	// NewRules, if set, returns a new limiter for several rules, all or
+	// nothing; OracleRules runs only when it is set.
+	NewRules func(rules ...Rule) (Limiter, error)
+	// Construct, if set, calls the constructor itself and returns what it
+	// returned, so that Constructor can check its errors and that the
+	// limiter is nil with them (a typed nil pointer counts as nil).
+	Construct func(limit int, window time.Duration) (any, error)
+	// Kind is the model the decisions follow.
+	Kind Kind
+	// Stale is the stale-instant rule of an Approx limiter (ignored for
+	// Exact, which decides a stale instant at the latest admitted one).
+	Stale oracle.Stale
+	// MaxLimit and MaxWindow are the largest limit and window the
+	// constructor accepts. Required when Construct is set.
+	MaxLimit  int
+	MaxWindow time.Duration
+	// Skip names checks (subtest names of Run) that are known to fail,
+	// each with the reason and the issue that tracks it. They are skipped
+	// with that reason, never silently.
+	Skip map[string]string
+}
+
+// check is one named part of the contract.
+type check struct {
+	name string
+	run  func(s *suite, t *testing.T)
+}
+
+// suite carries the options through the checks.
+type suite struct {
+	Options
+}
+
+// Run checks the limiter against the whole contract, one subtest per part.
+func Run(t *testing.T, opts Options) {
+	t.Helper()
+	if opts.New == nil {
+		t.Fatal("conformance: Options.New is required")
+	}
+	s := &suite{Options: opts}
+	checks := []check{
+		{"Constructor", (*suite).constructor},
+		{"Edges", (*suite).edges},
+		{"TimeBackwards", (*suite).timeBackwards},
+		{"ExtremeInstants", (*suite).extremeInstants},
+		{"ReadyAt", (*suite).readyAt},
+		{"TokensAt", (*suite).tokensAt},
+		{"IdleAt", (*suite).idleAt},
+		{"RefusalWritesNothing", (*suite).refusalWritesNothing},
+		{"Wait", (*suite).wait},
+		{"Oracle", (*suite).oracleOneRule},
+		{"OracleRules", (*suite).oracleRules},
+		{"Allocs", (*suite).allocs},
+	}
+	for _, c := range checks {
+		t.Run(c.name, func(t *testing.T) {
+			if reason, ok := opts.Skip[c.name]; ok {
+				t.Skip(reason)
+			}
+			c.run(s, t)
+		})
+	}
+}
+
+// newLimiter returns a new one-rule limiter or stops the test.
+func (s *suite) newLimiter(t testing.TB, limit int, window time.Duration) Limiter {
+	t.Helper()
+	l, err := s.New(limit, window)
+	if err != nil || l == nil {
+		t.Fatalf("New(%d, %v) = %v, %v; want a limiter", limit, window, l, err)
+	}
+	return l
+}
+
+// newModel returns the oracle model for the rules.
+func (s *suite) newModel(rules ...Rule) oracle.Model {
+	rs := make([]oracle.Rule, len(rules))
+	for i, r := range rules {
+		rs[i] = oracle.R(r.Limit, r.Window)
+	}
+	if s.Kind == Exact {
+		return oracle.NewLog(rs...)
+	}
+	return oracle.NewTwoCounter(s.Stale, oracle.AnchorIdle, rs...)
+}
+
+// at formats an instant as an offset from t0 for failure messages.
+func at(t0, x time.Time) string {
+	if x.IsZero() {
+		return "time.Time{}"
+	}
+	d := x.Sub(t0)
+	if d == time.Duration(1<<63-1) || d == time.Duration(-1<<63) {
+		return x.Format(time.RFC3339Nano)
+	}
+	return fmt.Sprintf("t0%+dns", int64(d))
+}
