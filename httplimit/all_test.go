@@ -25,16 +25,6 @@ type slog struct {
 	at     []time.Time
 }
 
-func (l *slog) count(now time.Time) int {
-	n := 0
-	for _, t := range l.at {
-		if t.After(now.Add(-l.window)) && !t.After(now) {
-			n++
-		}
-	}
-	return n
-}
-
 // readyAt is the earliest instant >= now at which cost fits if nothing else
 // is admitted: when enough of the oldest units in the window have left it.
 func (l *slog) readyAt(now time.Time, cost int) time.Time {
