@@ -1,0 +1,41 @@
+// Package redis keeps rate limits in Redis, so that every instance of a
+// service shares one limit: an exact sliding log (NewLog) and a two-counter
+// window (NewWindow), each with several rules at once, all or nothing, and a
+// cost per call. It is its own module, so that users of the in-process
+// limiters never download a Redis client.
+//
+// Each decision is one Lua script call on one Redis key: one round trip,
+// atomic on the server, whose reply carries everything an HTTP 429 needs
+// (admitted, the remaining cost per rule, and when the cost would fit). A
+// refused call writes nothing. The semantics and the edges follow the
+// in-process limiters of this module (docs/api-contract.md): NewLog decides
+// exactly as package multi's exact limiter would, NewWindow as package
+// window's two-counter formula would, rule by rule.
+//
+// Time is the Redis server's clock (TIME) by default, so instances with
+// skewed clocks share one clock; AllowN also takes an instant from the
+// caller (replays, tests). Either way time is counted in whole
+// microseconds: instants are truncated to them, windows must be whole
+// microseconds, and two calls in the same microsecond are simultaneous.
+//
+// Keys. A user key becomes one Redis key, "<prefix>:log:{key}" or
+// "<prefix>:win:{key}": the braces are a Redis Cluster hash tag, so all the
+// state of one decision lies in one slot and the script touches only the key
+// it was given. A key that itself contains braces gets a digest of itself as
+// its tag instead. Every key expires once it carries no information (after
+// its longest window, or two for NewWindow), so Redis holds only the keys
+// active recently.
+//
+// Failures. Each decision has a timeout. When Redis fails or is late, the
+// Options.OnError policy decides: fail closed (an error and a refusal),
+// fail open (admit), or fall back to an in-process exact limiter per key with
+// limits the user sets. Scripts are sent by digest (EVALSHA) and by source
+// when the server lost them; a decision is never retried after it may have
+// reached the server, since running it twice would count it twice.
+//
+// The Redis client is behind the small Client interface; NewGoRedis adapts
+// github.com/redis/go-redis/v9 (one node, Sentinel, Cluster, Ring). NewHTTP
+// plugs a Limiter into package httplimit's middleware. docs/redis.md gives
+// the data layout, the scripts, the failure policy's cost in accuracy and
+// measurements.
+package redis

@@ -1,0 +1,88 @@
+package redis
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/slidelimit/slidelimit/httplimit"
+)
+
+// HTTPLimiter adapts a Limiter to the HTTP middleware of package httplimit:
+// one Decide is one AllowN, one script call, one round trip. Create it with
+// NewHTTP. It is safe for concurrent use by multiple goroutines.
+type HTTPLimiter struct {
+	l           *Limiter
+	rules       []httplimit.Rule
+	serverClock bool
+}
+
+var _ httplimit.Limiter = (*HTTPLimiter)(nil)
+
+// NewHTTP returns l as an httplimit.Limiter. With serverClock, Decide ignores
+// the instant the middleware passes and decides on the Redis server's clock,
+// so that instances with skewed clocks share one; otherwise it decides at
+// the middleware's instant. l may have at most httplimit.MaxRules rules.
+//
+// A Redis failure under FailClosed is Decide's error (the middleware applies
+// its own failure policy, 503 by default); under FailOpen and FallBack,
+// Decide returns the stand-in decision and no error.
+//
+// Quota.Reset is an upper bound: a rule's window (for NewLog) or two windows
+// (for NewWindow) when anything counts against the rule, else 0.
+func NewHTTP(l *Limiter, serverClock bool) (*HTTPLimiter, error) {
+	if l == nil {
+		return nil, fmt.Errorf("redis: NewHTTP: limiter must not be nil")
+	}
+	if len(l.rules) > httplimit.MaxRules {
+		return nil, fmt.Errorf("redis: NewHTTP: the limiter has %d rules, httplimit supports at most %d", len(l.rules), httplimit.MaxRules)
+	}
+	h := &HTTPLimiter{l: l, serverClock: serverClock}
+	for _, r := range l.rules {
+		h.rules = append(h.rules, httplimit.Rule{Limit: r.Limit, Window: r.Window})
+	}
+	return h, nil
+}
+
+// Rules returns the limiter's rules.
+func (h *HTTPLimiter) Rules() []httplimit.Rule { return h.rules }
+
+// Decide decides for key at now (or at the server's clock, see NewHTTP). A
+// negative cost is refused with Reason Never without a round trip.
+func (h *HTTPLimiter) Decide(ctx context.Context, key string, now time.Time, cost int) (httplimit.Decision, error) {
+	var hd httplimit.Decision
+	hd.NumQuota = len(h.rules)
+	if cost < 0 {
+		hd.Reason = httplimit.Never
+		return hd, nil
+	}
+	if h.serverClock {
+		now = time.Time{}
+	}
+	d, err := h.l.AllowN(ctx, key, now, cost)
+	if err != nil {
+		return httplimit.Decision{}, err
+	}
+	switch {
+	case d.Allowed:
+		hd.Allowed, hd.Reason = true, httplimit.Admitted
+	case d.ReadyAt.IsZero():
+		hd.Reason = httplimit.Never
+	default:
+		hd.Reason, hd.RetryAt = httplimit.OverLimit, d.ReadyAt
+	}
+	for i, r := range h.l.rules {
+		q := httplimit.Quota{Remaining: r.Limit}
+		if i < len(d.Remaining) {
+			q.Remaining = max(d.Remaining[i], 0)
+		}
+		if q.Remaining < r.Limit {
+			q.Reset = r.Window
+			if !h.l.exact {
+				q.Reset = 2 * r.Window
+			}
+		}
+		hd.Quota[i] = q
+	}
+	return hd, nil
+}

@@ -1,0 +1,73 @@
+package redis_test
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/slidelimit/slidelimit/httplimit"
+	"github.com/slidelimit/slidelimit/redis"
+)
+
+// TestHTTP: the Redis limiter behind httplimit's middleware, on the server's
+// clock: two requests per hour per client pass, the third gets 429 with a
+// Retry-After; Decide maps every edge to httplimit's reasons; a limiter with
+// more rules than httplimit supports is refused; a Redis that is down is the
+// middleware's limiter error (503) under FailClosed.
+func TestHTTP(t *testing.T) {
+	s, _, c := standalone(t)
+	l := mustLog(t, c, redis.Options{Timeout: 200 * time.Millisecond}, redis.Rule{Limit: 2, Window: time.Hour}, redis.Rule{Limit: 10, Window: 24 * time.Hour})
+	h, err := redis.NewHTTP(l, true)
+	require.NoError(t, err)
+	require.Equal(t, []httplimit.Rule{{Limit: 2, Window: time.Hour}, {Limit: 10, Window: 24 * time.Hour}}, h.Rules())
+	m, err := httplimit.New(h)
+	require.NoError(t, err)
+	handler := m.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) }))
+	get := func(addr string) *httptest.ResponseRecorder {
+		r := httptest.NewRequest("GET", "/", nil)
+		r.RemoteAddr = addr
+		w := httptest.NewRecorder()
+		handler.ServeHTTP(w, r)
+		return w
+	}
+	for i, want := range []int{204, 204, 429} {
+		w := get("192.0.2.1:1000")
+		require.Equal(t, want, w.Code, "request %d", i)
+		if want == 429 {
+			require.NotEmpty(t, w.Header().Get("Retry-After"))
+		}
+	}
+	require.Equal(t, 204, get("192.0.2.2:1000").Code, "another client has its own limit")
+
+	hc, err := redis.NewHTTP(mustLog(t, c, redis.Options{Prefix: "decide"}, redis.Rule{Limit: 3, Window: time.Second}), false)
+	require.NoError(t, err)
+	now := at(epoch)
+	d, err := hc.Decide(t.Context(), "k", now, 2)
+	require.NoError(t, err)
+	require.Equal(t, httplimit.Admitted, d.Reason)
+	require.Equal(t, 1, d.NumQuota)
+	require.Equal(t, httplimit.Quota{Remaining: 1, Reset: time.Second}, d.Quota[0])
+	d, err = hc.Decide(t.Context(), "k", now.Add(time.Millisecond), 2)
+	require.NoError(t, err)
+	require.Equal(t, httplimit.OverLimit, d.Reason)
+	require.Equal(t, now.Add(time.Second), d.RetryAt)
+	for _, cost := range []int{-1, 4} {
+		d, err = hc.Decide(t.Context(), "k", now, cost)
+		require.NoError(t, err)
+		require.Equal(t, httplimit.Never, d.Reason, "cost %d", cost)
+		require.True(t, d.RetryAt.IsZero())
+	}
+
+	many := make([]redis.Rule, httplimit.MaxRules+1)
+	for i := range many {
+		many[i] = redis.Rule{Limit: 1, Window: time.Second}
+	}
+	_, err = redis.NewHTTP(mustLog(t, c, redis.Options{}, many...), false)
+	require.ErrorContains(t, err, "httplimit supports at most 8")
+
+	s.Stop()
+	require.Equal(t, http.StatusServiceUnavailable, get("192.0.2.3:1000").Code)
+}
