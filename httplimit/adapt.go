@@ -92,8 +92,8 @@ func resetOf[L single](l L, now time.Time, rem, limit int) time.Duration {
 	return max(at.Sub(now), 0)
 }
 
-// rulesOf is the rules of a multi limiter, clipped to MaxRules (New rejects
-// a policy with more, reading the full list from the limiter).
+// ruled is the part of the limiter contract a multi-rule limiter shared by
+// all keys offers: *multi.Limiter and *multi.Approx.
 type ruled interface {
 	AllowN(now time.Time, n int) bool
 	ReadyAt(now time.Time, n int) (time.Time, bool)
