@@ -258,4 +258,3 @@ func assertWindows(t *testing.T, name string, ts []time.Time, limit int, w time.
 		}
 	}
 }
-
