@@ -212,3 +212,63 @@ func FuzzWindowApprox(f *testing.F) {
 		}
 	})
 }
+
+// TestOutsideApprox runs runOutsideTwo on multi.Approx with one and two rules:
+// every history must linearize with no advance at all (a refused call writes
+// nothing), and every rule keep its 2*limit-1 bound.
+func TestOutsideApprox(t *testing.T) {
+	for _, rules := range [][]multi.Rule{
+		{{Limit: 2, Window: 1000}},
+		{{Limit: 4, Window: 1000}},
+		{{Limit: 3, Window: 1000}, {Limit: 5, Window: 3000}},
+		{{Limit: 2, Window: 1000}, {Limit: 3, Window: 700}},
+	} {
+		runOutsideTwo(t, rules, func() twoUnderTest {
+			l, err := multi.NewApprox(rules...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return l
+		}, false, 200)
+	}
+}
+
+// TestLinearizeRejects checks that the search behind the outside tests has
+// teeth: answers that no order explains are rejected, with and without
+// advances, and the raced outcome of issue 10 (item 4) needs an advance.
+func TestLinearizeRejects(t *testing.T) {
+	rules := []multi.Rule{{Limit: 2, Window: 1000}}
+	seq := func(cs ...call) []call {
+		for i := range cs {
+			cs[i].inv, cs[i].resp = int64(2*i+1), int64(2*i+2)
+		}
+		return cs
+	}
+	for _, adv := range []bool{false, true} {
+		// Three admitted at one instant with limit 2.
+		if _, ok := linearize(rules, seq(call{u: 5, n: 1, ok: true}, call{u: 5, n: 1, ok: true}, call{u: 5, n: 1, ok: true}), adv); ok {
+			t.Errorf("advances %v: 3 admitted at one instant explained", adv)
+		}
+		// A refusal on an empty limiter.
+		if _, ok := linearize(rules, seq(call{u: 5, n: 1}), adv); ok {
+			t.Errorf("advances %v: a refusal on a new limiter explained", adv)
+		}
+		// A wrong TokensAt.
+		if _, ok := linearize(rules, seq(call{u: 5, n: 2, ok: true}, call{u: 6, tokens: 1}), adv); ok {
+			t.Errorf("advances %v: TokensAt 1 in a full window explained", adv)
+		}
+	}
+	raced := []call{
+		{u: 0, n: 1, ok: true, inv: 1, resp: 2},
+		{u: 500, n: 1, ok: true, inv: 3, resp: 5},
+		{u: 1250, n: 1, ok: false, inv: 4, resp: 6},
+		{u: 2900, n: 2, ok: false, inv: 7, resp: 8},
+		{u: 3500, n: 1, ok: true, inv: 9, resp: 10},
+	}
+	if _, ok := linearize(rules, raced, false); ok {
+		t.Error("the raced outcome of issue 10 explained without an advance")
+	}
+	if _, ok := linearize(rules, raced, true); !ok {
+		t.Error("the raced outcome of issue 10 not explained with an advance")
+	}
+}

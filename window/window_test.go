@@ -623,3 +623,77 @@ func TestLimitWindow(t *testing.T) {
 		}
 	})
 }
+
+// TestIssue10FarInstants (issue 10, item 3): beyond the clamping range
+// (about 63 years after New) time stops for the limiter. ReadyAt used to
+// answer now there while AllowN refused, and Wait spun; now AllowN,
+// TokensAt and ReadyAt agree at every instant, and ReadyAt says never when
+// nothing can fit before time stops.
+func TestIssue10FarInstants(t *testing.T) {
+	year9999 := time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC)
+	for _, far := range []time.Time{time.Now().AddDate(64, 0, 0), year9999, time.Unix(1<<62, 0)} {
+		forEachImpl(t, func(t *testing.T, mk func(int, time.Duration) limiter) {
+			l := mk(3, time.Hour)
+			if !l.AllowN(far, 3) {
+				t.Fatalf("AllowN(%v, 3) refused on a new limiter", far)
+			}
+			for _, now := range []time.Time{{}, time.Now(), far, far.Add(time.Hour), far.AddDate(1, 0, 0), year9999} {
+				for n := 1; n <= 3; n++ {
+					tokens := l.TokensAt(now)
+					at, ok := l.ReadyAt(now, n)
+					switch {
+					case ok && at.Equal(now) && tokens < n:
+						t.Errorf("far %v: ReadyAt(%v, %d) = now, but TokensAt = %d", far, now, n, tokens)
+					case ok && at.Before(now):
+						t.Errorf("far %v: ReadyAt(%v, %d) = %v, before now", far, now, n, at)
+					case ok && l.TokensAt(at) < n:
+						t.Errorf("far %v: ReadyAt(%v, %d) = %v, where TokensAt = %d", far, now, n, at, l.TokensAt(at))
+					case !ok && tokens >= n:
+						t.Errorf("far %v: ReadyAt(%v, %d) never, but TokensAt = %d", far, now, n, tokens)
+					}
+				}
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			if err := l.WaitN(ctx, 1); !errors.Is(err, ErrNeverReady) {
+				t.Errorf("far %v: WaitN = %v, want ErrNeverReady at once", far, err)
+			}
+		})
+	}
+}
+
+// TestRacesAdvanceOfARefusedCall plays, step by step, the interleaving of
+// docs/window.md, "Races" (issue 10, item 4): a call at 1250ns moves the
+// window start to 1000ns, a stale call at 500ns takes the room there, and
+// the first call is refused on its next round, leaving the move. Calls at or
+// after the moved start decide as if it had not moved; the stale call was
+// decided at the moved start. This is the contract; fuzz/
+// TestIssue10RefusedWindowCall checks the outcomes of the real race.
+func TestRacesAdvanceOfARefusedCall(t *testing.T) {
+	l, err := New(2, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := func(ns int64) time.Time { return t0.Add(time.Duration(ns)) }
+	if !l.AllowN(at(0), 1) {
+		t.Fatal("first call refused")
+	}
+	// The call at 1250 fits (prev=1 weighs 750ns: 750 + 1000 <= 2000) and
+	// rolls the window, as its first round does.
+	a := l.at.Load()
+	if !l.at.CompareAndSwap(a, packAt(l.base.Offset(at(1000)), true, a&1^1)) {
+		t.Fatal("roll")
+	}
+	if !l.AllowN(at(500), 1) {
+		t.Error("the stale call, decided at the moved start (1*1000 + 1*1000 <= 2000), refused")
+	}
+	if l.AllowN(at(1250), 1) {
+		t.Error("the call at 1250 admitted: 750 + 2*1000 > 2000")
+	}
+	if l.AllowN(at(2900), 2) {
+		t.Error("AllowN(2900, 2) admitted: the window of 2000 weighs prev=1 by 100ns")
+	}
+	if !l.AllowN(at(3500), 1) {
+		t.Error("AllowN(3500, 1) refused")
+	}
+}
