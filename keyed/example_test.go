@@ -1,6 +1,8 @@
 package keyed_test
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -132,4 +134,61 @@ func ExampleLimiter_Range() {
 	fmt.Println("keys:", k.Len(), "sum of ids:", sum)
 	// Output:
 	// keys: 5 sum of ids: 10
+}
+
+// Decide says why a call was refused when the key's own limit is not the
+// reason: a full Limiter, a cost that can never fit, a key that can never be
+// found again (a NaN), or the factory's error.
+func ExampleLimiter_Decide() {
+	k, err := keyed.New[string](func() (*ring.Limiter, error) {
+		return ring.New(2, time.Second)
+	}, keyed.MaxKeys(1))
+	if err != nil {
+		panic(err)
+	}
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	show := func(key string, n int) {
+		ok, err := k.Decide(key, now, n)
+		switch {
+		case ok:
+			fmt.Printf("%s n=%d: admitted\n", key, n)
+		case err == nil:
+			fmt.Printf("%s n=%d: over the key's limit\n", key, n)
+		case errors.Is(err, keyed.ErrFull):
+			fmt.Printf("%s n=%d: no room for a new key\n", key, n)
+		case errors.Is(err, keyed.ErrNeverReady):
+			fmt.Printf("%s n=%d: can never fit\n", key, n)
+		default:
+			fmt.Printf("%s n=%d: %v\n", key, n, err)
+		}
+	}
+	show("alice", 2)
+	show("alice", 1)
+	show("alice", 3)
+	show("bob", 1)
+	// Output:
+	// alice n=2: admitted
+	// alice n=1: over the key's limit
+	// alice n=3: can never fit
+	// bob n=1: no room for a new key
+}
+
+// Wait blocks until the key's limiter admits the call, or the context ends;
+// it fails at once when the context's deadline comes before the call could
+// be admitted.
+func ExampleLimiter_Wait() {
+	k, err := keyed.New[string](func() (*ring.Limiter, error) {
+		return ring.New(1, time.Hour)
+	})
+	if err != nil {
+		panic(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	fmt.Println("first:", k.Wait(ctx, "job-42"))
+	err = k.Wait(ctx, "job-42") // the next one fits in about an hour
+	fmt.Println("second fails at once:", errors.Is(err, keyed.ErrDeadline))
+	// Output:
+	// first: <nil>
+	// second fails at once: true
 }

@@ -9,11 +9,13 @@ package keyed_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/slidelimit/slidelimit/keyed"
@@ -537,4 +539,77 @@ func TestIssue11ChurnKeepsCount(t *testing.T) {
 			t.Errorf("key %d refused in an empty Limiter", key)
 		}
 	}
+}
+
+// TestIssue11ExtremeInstants: calls at the zero time.Time and at far-future
+// instants neither panic nor disagree: when ReadyAt says n fits at now,
+// AllowN at now admits it, and TokensAt is within [0, limit].
+func TestIssue11ExtremeInstants(t *testing.T) {
+	instants := []time.Time{
+		{},
+		time.Unix(0, 0),
+		time.Now().Add(-200 * 365 * 24 * time.Hour),
+		time.Now(),
+		time.Now().Add(100 * 365 * 24 * time.Hour),
+		time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC),
+	}
+	for i, now := range instants {
+		k, err := keyed.New[string](func() (*ring.Limiter, error) { return ring.New(3, time.Second) })
+		if err != nil {
+			t.Fatal(err)
+		}
+		returns(t, fmt.Sprintf("calls at instant %d (%v)", i, now), func() {
+			for range 5 {
+				tokens := k.TokensAt("x", now)
+				if tokens < 0 || tokens > 3 {
+					t.Errorf("instant %d: TokensAt = %d, want within [0, 3]", i, tokens)
+				}
+				at, ok := k.ReadyAt("x", now, 1)
+				admitted := k.AllowN("x", now, 1)
+				if ok && at.Equal(now) && !admitted {
+					t.Errorf("instant %d: ReadyAt said 1 fits now, AllowN refused", i)
+				}
+				if admitted && tokens < 1 {
+					t.Errorf("instant %d: AllowN admitted with TokensAt 0", i)
+				}
+			}
+			k.Sweep(now)
+			k.Delete("x")
+		})
+	}
+}
+
+// liar is a PerKey whose ReadyAt always says "now" while its AllowN refuses:
+// WaitN on it must poll, not spin.
+type liar struct {
+	*naive
+	allows *atomic.Int64
+}
+
+func (l liar) AllowN(now time.Time, n int) bool {
+	return l.allows.Add(1) > 10_000 // a spinning WaitN gets through after 10,000 tries
+}
+
+func (l liar) ReadyAt(now time.Time, n int) (time.Time, bool) { return now, true }
+
+// TestIssue11WaitNeverSpins: a WaitN whose limiter contradicts itself pauses
+// between tries (on the fake clock of a synctest bubble) until its context
+// ends, instead of spinning.
+func TestIssue11WaitNeverSpins(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var allows atomic.Int64
+		k, err := keyed.New[string](func() (liar, error) { return liar{newNaive(1, time.Second), &allows}, nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		defer cancel()
+		err = k.Wait(ctx, "x")
+		if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, keyed.ErrDeadline) {
+			t.Errorf("Wait = %v, want the context's deadline", err)
+		}
+		if got := allows.Load(); got >= 1000 {
+			t.Errorf("Wait tried AllowN %d times in 50 ms of fake time: it spins", got)
+		}
+	})
 }

@@ -32,9 +32,9 @@
 // Sweep(time.Now()) periodically, for instance from a goroutine with a
 // [time.Ticker] that the application owns. A sweep visits every key once: one
 // IdleAt call per key, plus one map update per removed key, so its cost grows
-// with the number of keys (the repository's docs/keyed.md gives measured
-// costs). The period trades memory (idle keys stay until the next sweep)
-// against that cost; it does not affect decisions.
+// with the number of keys, while calls on every key proceed. The period
+// trades memory (idle keys stay until the next sweep) against that cost; it
+// does not affect decisions.
 //
 // # Bound
 //

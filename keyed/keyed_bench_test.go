@@ -18,7 +18,7 @@ package keyed
 //
 // BytesPerKey builds 1M keys and reports the heap they take.
 //
-// Run: flock /tmp/slidelimit-bench.lock go test -run='^$' -bench=. -benchmem -count=10 -cpu=1,2 ./keyed/
+// Run: go test -run='^$' -bench=. -benchmem -count=10 -cpu=1,2 ./keyed/
 
 import (
 	"fmt"
@@ -43,7 +43,7 @@ const (
 
 // benchKeys returns n distinct keys in a fixed random order. It checks
 // that they are distinct (a fixture that is never checked measures something
-// else: STYLE A3).
+// else).
 func benchKeys(b *testing.B, n int) []string {
 	keys := make([]string, n)
 	for i := range keys {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"strings"
 	"sync"
@@ -31,7 +32,7 @@ var t0 = time.Unix(1_700_000_000, 0)
 
 func at(d time.Duration) time.Time { return t0.Add(d) }
 
-// impl is one limiter type the harness runs every test against (P11).
+// impl is one limiter type the harness runs every test against.
 type impl struct {
 	name string
 	// exact is true when the limiter's decisions equal the naive sliding
@@ -107,7 +108,7 @@ func TestNewRejectsBadConfiguration(t *testing.T) {
 	}
 }
 
-// step is one timed call of a table test (P13).
+// step is one timed call of a table test.
 type step struct {
 	key  string
 	t    time.Duration // instant, as an offset from t0
@@ -608,5 +609,47 @@ func TestZeroAllocs(t *testing.T) {
 	})
 	if allocs != 0 {
 		t.Errorf("%v allocs per refused new key, want 0", allocs)
+	}
+	allocs = testing.AllocsPerRun(1000, func() {
+		if _, err := full.Decide("b", t0, 1); !errors.Is(err, keyed.ErrFull) {
+			t.Fatal(err)
+		}
+		if _, err := full.Decide("a", t0, 11); !errors.Is(err, keyed.ErrNeverReady) {
+			t.Fatal(err)
+		}
+		if _, err := full.Decide("a", t0.Add(time.Hour), 1); err != nil {
+			t.Fatal(err) // admitted or refused by the limit
+		}
+	})
+	if allocs != 0 {
+		t.Errorf("%v allocs per Decide (full, n above the limit, present key), want 0", allocs)
+	}
+
+	// Keys of a type that may hold a NaN are checked on every call, without
+	// allocating, and a bad key is refused without allocating.
+	fk, err := keyed.New[float64](func() (*ring.Limiter, error) { return ring.New(10, time.Second) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	fk.AllowN(1.5, t0, 1)
+	nan := math.NaN()
+	allocs = testing.AllocsPerRun(1000, func() {
+		fk.AllowN(1.5, t0, 1)
+		if _, err := fk.Decide(nan, t0, 1); !errors.Is(err, keyed.ErrBadKey) {
+			t.Fatal(err)
+		}
+	})
+	if allocs != 0 {
+		t.Errorf("%v allocs per float-key call and NaN refusal, want 0", allocs)
+	}
+	ak, err := keyed.New[any](func() (*ring.Limiter, error) { return ring.New(10, time.Second) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	var present any = 7
+	ak.AllowN(present, t0, 1)
+	allocs = testing.AllocsPerRun(1000, func() { ak.AllowN(present, t0, 1) })
+	if allocs != 0 {
+		t.Errorf("%v allocs per interface-key call on a present key, want 0", allocs)
 	}
 }

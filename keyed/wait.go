@@ -23,8 +23,8 @@ func (k *Limiter[K, L]) Wait(ctx context.Context, key K) error {
 // (ErrBadKey, ErrNeverReady, ErrFull, or the error of the function given to
 // New). If the key's limiter says n fits now but refuses it again and again
 // (another caller takes the room each time, or a limiter whose ReadyAt
-// contradicts its AllowN), WaitN polls with a growing pause of at most a
-// millisecond rather than spinning.
+// contradicts its AllowN), WaitN retries with a growing pause rather than
+// spinning.
 func (k *Limiter[K, L]) WaitN(ctx context.Context, key K, n int) error {
 	k.mustBeMade()
 	if !k.validKey(key) {
@@ -51,10 +51,6 @@ func (e *waitError) Error() string {
 
 func (e *waitError) Unwrap() error { return e.err }
 
-// maxPoll is the longest pause between two tries when the key's limiter keeps
-// answering that n fits now while refusing it.
-const maxPoll = time.Millisecond
-
 // waiter adapts one key of a Limiter to clock.Wait. When Decide refuses with
 // an error it remembers it and reports the key as never ready, so that Wait
 // stops instead of spinning.
@@ -62,9 +58,6 @@ type waiter[K comparable, L PerKey] struct {
 	k   *Limiter[K, L]
 	key K
 	err error
-	// soon counts the consecutive rounds in which the limiter refused n but
-	// said it fits now.
-	soon int
 }
 
 func (w *waiter[K, L]) AllowN(now time.Time, n int) bool {
@@ -79,16 +72,5 @@ func (w *waiter[K, L]) ReadyAt(now time.Time, n int) (time.Time, bool) {
 	if w.err != nil {
 		return time.Time{}, false
 	}
-	at, ok := w.k.ReadyAt(w.key, now, n)
-	if !ok || at.After(now) {
-		w.soon = 0
-		return at, ok
-	}
-	// Refused, yet "fits now": try again at once the first time, then
-	// pause 1 µs, 2 µs, ... up to maxPoll.
-	w.soon++
-	if w.soon == 1 {
-		return at, ok
-	}
-	return now.Add(min(time.Microsecond<<min(w.soon-2, 20), maxPoll)), true
+	return w.k.ReadyAt(w.key, now, n)
 }
