@@ -1,6 +1,8 @@
 package fuzz
 
 import (
+	"context"
+	"errors"
 	"math/big"
 	"testing"
 	"time"
@@ -270,5 +272,61 @@ func TestLinearizeRejects(t *testing.T) {
 	}
 	if _, ok := linearize(rules, raced, true); !ok {
 		t.Error("the raced outcome of issue 10 not explained with an advance")
+	}
+}
+
+// TestIssue10FarInstants (issue 10, item 3), on window.Limiter and
+// multi.Approx: beyond the clamping range (about 63 years after the
+// constructor; the year 9999 is far beyond) time stops for the limiter.
+// ReadyAt used to answer now (Approx: an instant before now) there while
+// AllowN refused, and Wait spun; now AllowN, TokensAt and ReadyAt agree at
+// every instant, and ReadyAt says never when nothing can fit before time
+// stops.
+func TestIssue10FarInstants(t *testing.T) {
+	type limiter interface {
+		twoUnderTest
+		ReadyAt(now time.Time, n int) (time.Time, bool)
+		WaitN(ctx context.Context, n int) error
+	}
+	mks := map[string]func() (limiter, error){
+		"window": func() (limiter, error) { return window.New(3, time.Hour) },
+		"approx": func() (limiter, error) { return multi.NewApprox(multi.Rule{Limit: 3, Window: time.Hour}) },
+		"approx2": func() (limiter, error) {
+			return multi.NewApprox(multi.Rule{Limit: 3, Window: time.Hour}, multi.Rule{Limit: 5, Window: 24 * time.Hour})
+		},
+	}
+	year9999 := time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC)
+	for name, mk := range mks {
+		for _, far := range []time.Time{time.Now().AddDate(64, 0, 0), year9999, time.Unix(1<<62, 0)} {
+			l, err := mk()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !l.AllowN(far, 3) {
+				t.Fatalf("%s: AllowN(%v, 3) refused on a new limiter", name, far)
+			}
+			for _, now := range []time.Time{{}, time.Now(), far, far.Add(time.Hour), far.AddDate(1, 0, 0), year9999} {
+				for n := 1; n <= 3; n++ {
+					tokens := l.TokensAt(now)
+					at, ok := l.ReadyAt(now, n)
+					switch {
+					case ok && at.Equal(now) && tokens < n:
+						t.Errorf("%s, far %v: ReadyAt(%v, %d) = now, but TokensAt = %d", name, far, now, n, tokens)
+					case ok && at.Before(now):
+						t.Errorf("%s, far %v: ReadyAt(%v, %d) = %v, before now", name, far, now, n, at)
+					case ok && l.TokensAt(at) < n:
+						t.Errorf("%s, far %v: ReadyAt(%v, %d) = %v, where TokensAt = %d", name, far, now, n, at, l.TokensAt(at))
+					case !ok && tokens >= n:
+						t.Errorf("%s, far %v: ReadyAt(%v, %d) never, but TokensAt = %d", name, far, now, n, tokens)
+					}
+				}
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			err = l.WaitN(ctx, 1)
+			cancel()
+			if !errors.Is(err, multi.ErrNeverReady) {
+				t.Errorf("%s, far %v: WaitN = %v, want ErrNeverReady at once", name, far, err)
+			}
+		}
 	}
 }

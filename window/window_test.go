@@ -624,44 +624,6 @@ func TestLimitWindow(t *testing.T) {
 	})
 }
 
-// TestIssue10FarInstants (issue 10, item 3): beyond the clamping range
-// (about 63 years after New) time stops for the limiter. ReadyAt used to
-// answer now there while AllowN refused, and Wait spun; now AllowN,
-// TokensAt and ReadyAt agree at every instant, and ReadyAt says never when
-// nothing can fit before time stops.
-func TestIssue10FarInstants(t *testing.T) {
-	year9999 := time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC)
-	for _, far := range []time.Time{time.Now().AddDate(64, 0, 0), year9999, time.Unix(1<<62, 0)} {
-		forEachImpl(t, func(t *testing.T, mk func(int, time.Duration) limiter) {
-			l := mk(3, time.Hour)
-			if !l.AllowN(far, 3) {
-				t.Fatalf("AllowN(%v, 3) refused on a new limiter", far)
-			}
-			for _, now := range []time.Time{{}, time.Now(), far, far.Add(time.Hour), far.AddDate(1, 0, 0), year9999} {
-				for n := 1; n <= 3; n++ {
-					tokens := l.TokensAt(now)
-					at, ok := l.ReadyAt(now, n)
-					switch {
-					case ok && at.Equal(now) && tokens < n:
-						t.Errorf("far %v: ReadyAt(%v, %d) = now, but TokensAt = %d", far, now, n, tokens)
-					case ok && at.Before(now):
-						t.Errorf("far %v: ReadyAt(%v, %d) = %v, before now", far, now, n, at)
-					case ok && l.TokensAt(at) < n:
-						t.Errorf("far %v: ReadyAt(%v, %d) = %v, where TokensAt = %d", far, now, n, at, l.TokensAt(at))
-					case !ok && tokens >= n:
-						t.Errorf("far %v: ReadyAt(%v, %d) never, but TokensAt = %d", far, now, n, tokens)
-					}
-				}
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			if err := l.WaitN(ctx, 1); !errors.Is(err, ErrNeverReady) {
-				t.Errorf("far %v: WaitN = %v, want ErrNeverReady at once", far, err)
-			}
-		})
-	}
-}
-
 // TestRacesAdvanceOfARefusedCall plays, step by step, the interleaving of
 // docs/window.md, "Races" (issue 10, item 4): a call at 1250ns moves the
 // window start to 1000ns, a stale call at 500ns takes the room there, and
