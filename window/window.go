@@ -34,8 +34,11 @@
 // of its current window; an instant before it is treated as that start, so a
 // stale clock reading never moves the limiter backwards. (A stale instant
 // inside the current window is decided as given: a smaller elapsed only gives
-// the previous window more weight.) Instants more than about 63 years before
-// or after New are treated as that bound.
+// the previous window more weight, so it is never more permissive than the
+// latest instant.) Instants more than about 63 years before or after New are
+// treated as that bound; past the later bound time stops for the limiter,
+// and ReadyAt reports never for a cost that does not fit there. A one-rule
+// multi.Approx decides every call exactly as a Limiter does.
 package window
 
 import (
@@ -110,7 +113,12 @@ type header struct {
 
 // Limiter is an approximate sliding-window limiter with two counters. It is
 // safe for concurrent use by multiple goroutines; decisions are lock-free and
-// allocation-free, and a refused call writes nothing.
+// allocation-free. A refused call writes nothing with one exception: a call
+// whose cost fits may move the window start to its own instant's window and
+// then find the room taken by a concurrent call. Such a move admits nothing
+// and changes no decision at or after the moved start; a call presented with
+// an instant before it is decided at it (docs/window.md, "Races", states the
+// contract and proves it).
 //
 // Its state is two words, each on its own cache line: the window word (the
 // start of the current window) and the count word (the two counters). See
