@@ -166,11 +166,16 @@ func NewApprox(rules ...Rule) (*Approx, error) {
 // Rules returns a copy of the rules, in the order given to NewApprox.
 func (a *Approx) Rules() []Rule { return append([]Rule(nil), a.cfg...) }
 
-// Limit returns the smallest limit of the rules: the largest n a single call
-// can ever be admitted for.
+// Limit returns the largest n a single call can ever be admitted for: the
+// smallest limit of the rules (calls above it are refused at once, and
+// ReadyAt says never). With several rules, Limit and Window are two separate
+// bounds, not a rule: with 10 per second and 1000 per hour they are 10 and
+// 1h. Use Rules for the rules themselves.
 func (a *Approx) Limit() int { return a.minLimit }
 
-// Window returns the longest window of the rules.
+// Window returns the longest window of the rules: the limiter is idle (see
+// IdleAt) at the latest two of these windows after its last admission. It is
+// not paired with Limit (see Limit); use Rules for the rules themselves.
 func (a *Approx) Window() time.Duration { return a.maxWindow }
 
 // slot returns the words of slot idx. Its chunk exists: idx came from the

@@ -138,12 +138,16 @@ func New(rules ...Rule) (*Limiter, error) {
 // Rules returns a copy of the rules, in the order given to New.
 func (l *Limiter) Rules() []Rule { return append([]Rule(nil), l.rules...) }
 
-// Limit returns the smallest limit of the rules: the largest n a single call
-// can ever be admitted for.
+// Limit returns the largest n a single call can ever be admitted for: the
+// smallest limit of the rules (calls above it are refused at once, and
+// ReadyAt says never). With several rules, Limit and Window are two separate
+// bounds, not a rule: with 10 per second and 1000 per hour they are 10 and
+// 1h. Use Rules for the rules themselves.
 func (l *Limiter) Limit() int { return l.minLimit }
 
 // Window returns the longest window of the rules: once nothing has been
-// admitted for that long, the limiter is idle (see IdleAt).
+// admitted for that long, the limiter is idle (see IdleAt). It is not paired
+// with Limit (see Limit); use Rules for the rules themselves.
 func (l *Limiter) Window() time.Duration { return l.maxWindow }
 
 // Allow is shorthand for AllowN(time.Now(), 1), reading only the monotonic
