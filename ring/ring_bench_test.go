@@ -12,7 +12,7 @@ import (
 //
 // Paths: "admit" uses limit 1000 per 1µs, which a single core cannot exceed,
 // so every call is admitted; "deny" uses a full limit of 1 per hour, so every
-// call is refused.
+// call is refused; "batch" is "admit" with cost 4 (AllowN(time.Now(), 4)).
 //
 //	go test -run='^$' -bench=. -benchmem -count=10 -cpu=1,2,8 ./ring/ | tee ring.txt
 //	benchstat -col /impl ring.txt
@@ -61,19 +61,24 @@ func BenchmarkSerial(b *testing.B) {
 		sink.Add(int64(n))
 	})
 	for _, impl := range []string{"lockfree", "mutex"} {
-		for _, path := range []string{"admit", "deny"} {
+		for _, path := range []string{"admit", "deny", "batch"} {
 			b.Run("impl="+impl+"/path="+path, func(b *testing.B) {
 				l := admitLimiter(impl)
 				if path == "deny" {
 					l = denyLimiter(impl)
 				}
+				allow := l.Allow
+				if path == "batch" {
+					// Cost 4 at the current instant: always admitted too.
+					allow = func() bool { return l.AllowN(time.Now(), 4) }
+				}
 				admitted := 0
 				for b.Loop() {
-					if l.Allow() {
+					if allow() {
 						admitted++
 					}
 				}
-				if want := map[string]bool{"admit": true, "deny": false}[path]; (admitted == b.N) != want && b.N > 0 {
+				if want := path != "deny"; (admitted == b.N) != want && b.N > 0 {
 					b.Fatalf("%s path: %d of %d admitted", path, admitted, b.N)
 				}
 			})

@@ -243,3 +243,28 @@ func TestStalledBatchPublished(t *testing.T) {
 		}
 	})
 }
+
+// A descriptor a helper still holds (it took a reference, read the batch's
+// fields, and was descheduled) must not go back to the pool when its batch
+// ends: reused, the helper would act on another batch with stale fields
+// (record it failed, clear it from pending). The claimant leaves it to the
+// garbage collector instead.
+func TestHeldDescriptorIsNotReused(t *testing.T) {
+	l := New([]Rule{{Limit: 8, Window: 1000}})
+	_, d, _ := publishOnly(t, l, 10, 2)
+	held := l.acquirePending() // a helper, about to be descheduled
+	if held != d {
+		t.Fatalf("acquirePending = %p, want the published batch %p", held, d)
+	}
+	l.drive(d)      // anyone finishes the batch
+	releaseBatch(d) // and its claimant lets go of it
+	for range 64 {
+		if got := batchPool.Get().(*batch); got == d {
+			t.Fatalf("a descriptor a helper holds went back to the pool")
+		}
+	}
+	held.refs.Add(-1)
+	if d.state.Load() != committed || l.pending.Load() != nil {
+		t.Fatalf("batch not finished")
+	}
+}
