@@ -41,8 +41,22 @@ func clusterClient(t testing.TB, cl *redistest.Cluster) (*goredis.ClusterClient,
 	return gc, c
 }
 
+// testOptions fills what every test needs unless it says otherwise: a
+// timeout long enough for a loaded CI machine, and keys that outlive the
+// replays (whose instants may advance more slowly than the server's clock).
+func testOptions(o redis.Options) redis.Options {
+	if o.Timeout == 0 {
+		o.Timeout = 10 * time.Second
+	}
+	if o.MinTTL == 0 {
+		o.MinTTL = time.Hour
+	}
+	return o
+}
+
 func mustLog(t testing.TB, c redis.Client, o redis.Options, rules ...redis.Rule) *redis.Limiter {
 	t.Helper()
+	o = testOptions(o)
 	l, err := redis.NewLog(c, o, rules...)
 	require.NoError(t, err)
 	return l
@@ -50,6 +64,7 @@ func mustLog(t testing.TB, c redis.Client, o redis.Options, rules ...redis.Rule)
 
 func mustWindow(t testing.TB, c redis.Client, o redis.Options, rules ...redis.Rule) *redis.Limiter {
 	t.Helper()
+	o = testOptions(o)
 	l, err := redis.NewWindow(c, o, rules...)
 	require.NoError(t, err)
 	return l

@@ -35,6 +35,7 @@ func TestNewErrors(t *testing.T) {
 		{"window 1.5µs", true, c, redis.Options{}, []redis.Rule{{Limit: 1, Window: 1500 * time.Nanosecond}}, "got 1.5µs"},
 		{"window too long", true, c, redis.Options{}, []redis.Rule{{Limit: 1, Window: redis.MaxWindow + time.Microsecond}}, "window must be"},
 		{"prefix with brace", true, c, redis.Options{Prefix: "a{b"}, []redis.Rule{ok}, `redis: prefix must not contain braces, got "a{b"`},
+		{"negative MinTTL", false, c, redis.Options{MinTTL: -1}, []redis.Rule{ok}, "redis: MinTTL must be between 0 and"},
 		{"bad policy", true, c, redis.Options{OnError: 7}, []redis.Rule{ok}, "redis: OnError must be FailClosed, FailOpen or FallBack, got 7"},
 		{"fallback without rules", true, c, redis.Options{OnError: redis.FallBack}, []redis.Rule{ok}, "redis: fallback rules: between 1 and 16"},
 		{"fallback bad rule", true, c, redis.Options{OnError: redis.FallBack, Fallback: []redis.Rule{{Limit: -1, Window: time.Second}}}, []redis.Rule{ok}, "redis: fallback rule 0: limit"},
@@ -130,7 +131,12 @@ func TestExpiry(t *testing.T) {
 		return v
 	}
 	rules := []redis.Rule{{Limit: 1, Window: 2 * time.Second}, {Limit: 5, Window: 10*time.Second + 500*time.Microsecond}}
-	lg := mustLog(t, c, redis.Options{}, rules...)
+	newf := func(f func(redis.Client, redis.Options, ...redis.Rule) (*redis.Limiter, error), o redis.Options, rules ...redis.Rule) *redis.Limiter {
+		l, err := f(c, o, rules...) // not mustLog: its MinTTL would hide the defaults
+		require.NoError(t, err)
+		return l
+	}
+	lg := newf(redis.NewLog, redis.Options{}, rules...)
 	d, err := lg.AllowN(t.Context(), "k", at(epoch), 1)
 	require.NoError(t, err)
 	require.True(t, d.Allowed)
@@ -140,7 +146,7 @@ func TestExpiry(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, d.Allowed)
 
-	w := mustWindow(t, c, redis.Options{}, rules...)
+	w := newf(redis.NewWindow, redis.Options{}, rules...)
 	d, err = w.AllowN(t.Context(), "k", at(epoch), 1)
 	require.NoError(t, err)
 	require.True(t, d.Allowed)
@@ -148,7 +154,15 @@ func TestExpiry(t *testing.T) {
 	require.InDelta(t, 20002, pttl(w, "k"), 50, "window key TTL")
 
 	// On the server's clock the key really goes away.
-	short := mustLog(t, c, redis.Options{Prefix: "short"}, redis.Rule{Limit: 1, Window: 5 * time.Millisecond})
+	// MinTTL keeps a key longer.
+	for _, f := range []func(redis.Client, redis.Options, ...redis.Rule) (*redis.Limiter, error){redis.NewLog, redis.NewWindow} {
+		l := newf(f, redis.Options{Prefix: "min", MinTTL: time.Minute}, rules...)
+		_, err := l.AllowN(t.Context(), "k", at(epoch), 1)
+		require.NoError(t, err)
+		require.InDelta(t, 60002, pttl(l, "k"), 50, "TTL with MinTTL")
+	}
+
+	short := newf(redis.NewLog, redis.Options{Prefix: "short"}, redis.Rule{Limit: 1, Window: 5 * time.Millisecond})
 	d, err = short.Allow(t.Context(), "s")
 	require.NoError(t, err)
 	require.True(t, d.Allowed)

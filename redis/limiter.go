@@ -90,6 +90,15 @@ type Options struct {
 	// FallbackMaxKeys bounds the keys the fallback holds (package keyed's
 	// MaxKeys); zero means keyed's default.
 	FallbackMaxKeys int
+	// MinTTL is the least time a key lives after its last admission. By
+	// default a key expires once it carries no information on the
+	// server's clock: its longest window (NewLog) or twice that
+	// (NewWindow) after the admission. Instants given by the caller that
+	// advance more slowly than the server's clock (a replay, a test, a
+	// loaded machine replaying a log) need a longer TTL, or the key may
+	// expire while it still counts; set MinTTL above the real time such a
+	// caller takes to cover the longest window.
+	MinTTL time.Duration
 }
 
 // Decision is the answer to one call.
@@ -139,6 +148,7 @@ type Limiter struct {
 	ttlMS   int64 // log: how long a key outlives its newest stamp
 	prefix  string
 	timeout time.Duration
+	minTTL  int64 // µs
 	policy  Policy
 	fb      fallbackStore
 }
@@ -173,6 +183,9 @@ func newLimiter(c Client, opts Options, rules []Rule, exact bool) (*Limiter, err
 	if err := validateRules("", rules, maxLim); err != nil {
 		return nil, err
 	}
+	if opts.MinTTL < 0 || opts.MinTTL > MaxWindow {
+		return nil, fmt.Errorf("redis: MinTTL must be between 0 and %v, got %v", MaxWindow, opts.MinTTL)
+	}
 	if strings.ContainsAny(opts.Prefix, "{}") {
 		return nil, fmt.Errorf("redis: prefix must not contain braces, got %q", opts.Prefix)
 	}
@@ -182,6 +195,7 @@ func newLimiter(c Client, opts Options, rules []Rule, exact bool) (*Limiter, err
 	l := &Limiter{
 		c: c, exact: exact, rules: append([]Rule(nil), rules...),
 		prefix: opts.Prefix, timeout: opts.Timeout, policy: opts.OnError,
+		minTTL: opts.MinTTL.Microseconds(),
 	}
 	if l.prefix == "" {
 		l.prefix = DefaultPrefix
@@ -197,7 +211,8 @@ func newLimiter(c Client, opts Options, rules []Rule, exact bool) (*Limiter, err
 	}
 	if exact {
 		l.s, l.kind = logScript, "log"
-		l.ttlMS = int64((maxW+time.Millisecond-1)/time.Millisecond) + 1
+		ttl := max(maxW, opts.MinTTL)
+		l.ttlMS = int64((ttl+time.Millisecond-1)/time.Millisecond) + 1
 	} else {
 		l.s, l.kind = windowScript, "win"
 	}
@@ -293,7 +308,7 @@ func (l *Limiter) AllowN(ctx context.Context, key string, now time.Time, n int) 
 	if l.exact {
 		args = append(make([]any, 0, 4+len(l.args)), l.maxLim, us, sent, l.ttlMS)
 	} else {
-		args = append(make([]any, 0, 2+len(l.args)), us, sent)
+		args = append(make([]any, 0, 3+len(l.args)), us, sent, l.minTTL)
 	}
 	args = append(args, l.args...)
 	if l.timeout > 0 {

@@ -116,7 +116,9 @@ return out
 // KEYS[1] holds a string of 24 bytes per rule: three little-endian doubles,
 // the start of the rule's current window (microseconds), the cost admitted
 // in the window before it (prev) and in it (curr). ARGV: now (-1: the
-// server's TIME), n, then limit and window (microseconds) for each rule.
+// server's TIME), n, the least TTL (microseconds), then limit and window
+// (microseconds) for each rule. The key lives until the last rule's state
+// expires: ws+2w, at the least the least TTL.
 //
 // Each rule decides as package window does: at t = max(now, start), with
 // el = t - ws the time into the window in effect at t, it admits n iff
@@ -127,7 +129,8 @@ var windowScript = newScript(`
 local key = KEYS[1]
 local now = tonumber(ARGV[1])
 local n = tonumber(ARGV[2])
-local nr = (#ARGV - 2) / 2
+local minttl = tonumber(ARGV[3])
+local nr = (#ARGV - 3) / 2
 if now < 0 then
   local tm = redis.call('TIME')
   now = tonumber(tm[1]) * 1000000 + tonumber(tm[2])
@@ -169,8 +172,8 @@ local ok = n >= 0
 local ready = now
 local st = {}
 for r = 0, nr - 1 do
-  local l = tonumber(ARGV[3 + 2 * r])
-  local w = tonumber(ARGV[4 + 2 * r])
+  local l = tonumber(ARGV[4 + 2 * r])
+  local w = tonumber(ARGV[5 + 2 * r])
   local ws, p, c, t = now, 0, 0, now
   if raw then
     local start, pv, cv = struct.unpack('<ddd', raw, 1 + 24 * r)
@@ -200,7 +203,7 @@ for r = 0, nr - 1 do
 end
 if ok and n > 0 then
   local parts = {}
-  local ttl = 0
+  local ttl = minttl
   for r = 0, nr - 1 do
     local s = st[r]
     s[3] = s[3] + n

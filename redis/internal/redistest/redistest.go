@@ -31,7 +31,6 @@ type Server struct {
 
 	mu  sync.Mutex
 	cmd *exec.Cmd
-	out *os.File
 }
 
 // Addr is the server's address, 127.0.0.1:port.
