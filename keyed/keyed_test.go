@@ -279,46 +279,6 @@ func TestSweepFloor(t *testing.T) {
 	}
 }
 
-// oracle is the reference for a Limiter: per key, a limiter that is never
-// evicted, and the floor rule. For an exact limiter type the per-key limiter
-// is the naive log; otherwise it is a limiter of the same type (a shadow),
-// which checks that eviction and recreation change nothing.
-type oracle struct {
-	new   func() keyed.PerKey
-	floor time.Time
-	keys  map[string]keyed.PerKey
-}
-
-func newOracle(t testing.TB, im impl, limit int, w time.Duration) *oracle {
-	mk := func() keyed.PerKey { return newNaive(limit, w) }
-	if !im.exact {
-		mk = func() keyed.PerKey {
-			l, err := im.new(limit, w)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return l
-		}
-	}
-	return &oracle{new: mk, keys: map[string]keyed.PerKey{}}
-}
-
-func (o *oracle) key(key string) keyed.PerKey {
-	l := o.keys[key]
-	if l == nil {
-		l = o.new()
-		o.keys[key] = l
-	}
-	return l
-}
-
-func (o *oracle) clamp(now time.Time) time.Time {
-	if now.Before(o.floor) {
-		return o.floor
-	}
-	return now
-}
-
 // TestEvictionChangesNoDecision runs random calls, with sweeps at random
 // instants and stale instants, against the oracle that never evicts:
 // every decision, TokensAt and ReadyAt must agree.

@@ -2,10 +2,14 @@ package keyed_test
 
 import (
 	"sync"
+	"testing"
 	"time"
+
+	"github.com/slidelimit/slidelimit/keyed"
 )
 
-// This file holds the test-only limiter: the exact sliding log kept as an
+// This file holds the references of the tests: the oracle for a keyed
+// Limiter (below), and the test-only limiter: the exact sliding log kept as an
 // unbounded slice of stamps under a mutex, with the contract's clamping rule.
 // It is deliberately naive, so that it cannot share a bug with ring/, and it
 // has hooks that let a test stop a call in the middle of a decision.
@@ -126,4 +130,44 @@ func (l *naive) IdleAt(now time.Time) bool {
 		l.afterIdle(now, idle)
 	}
 	return idle
+}
+
+// oracle is the reference for a Limiter: per key, a limiter that is never
+// evicted, and the floor rule. For an exact limiter type the per-key limiter
+// is the naive log; otherwise it is a limiter of the same type (a shadow),
+// which checks that eviction and recreation change nothing.
+type oracle struct {
+	new   func() keyed.PerKey
+	floor time.Time
+	keys  map[string]keyed.PerKey
+}
+
+func newOracle(t testing.TB, im impl, limit int, w time.Duration) *oracle {
+	mk := func() keyed.PerKey { return newNaive(limit, w) }
+	if !im.exact {
+		mk = func() keyed.PerKey {
+			l, err := im.new(limit, w)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return l
+		}
+	}
+	return &oracle{new: mk, keys: map[string]keyed.PerKey{}}
+}
+
+func (o *oracle) key(key string) keyed.PerKey {
+	l := o.keys[key]
+	if l == nil {
+		l = o.new()
+		o.keys[key] = l
+	}
+	return l
+}
+
+func (o *oracle) clamp(now time.Time) time.Time {
+	if now.Before(o.floor) {
+		return o.floor
+	}
+	return now
 }
