@@ -530,7 +530,7 @@ func TestOutsideWindow(t *testing.T) {
 func TestIssue10RefusedWindowCall(t *testing.T) {
 	rules := []multi.Rule{{Limit: 2, Window: 1000}}
 	raced := 0
-	const runs = 3000
+	const runs = 1000
 	for range runs {
 		l, err := window.New(2, 1000)
 		if err != nil {
