@@ -131,17 +131,19 @@ func (s *suite) timeBackwards(t *testing.T) {
 	// q fits TokensAt(L).
 	seed := newSeed(t)
 	rng := newRand(seed, 1)
+	sets := s.ruleSets()
 	for trial := range 40 {
-		l := s.newLimiter(t, limit, w)
+		cfg := sets[trial%len(sets)]
+		l := s.newSet(t, cfg)
 		latest, admitted := int64(0), false
-		for i, c := range randomCalls(rng, 60, w, limit) {
+		for i, c := range cfg.calls(rng, 60) {
 			x := t0.Add(time.Duration(c.off))
 			if admitted && c.off < latest {
 				L := t0.Add(time.Duration(latest))
 				room := l.TokensAt(L)
-				assert.LessOrEqualf(t, l.TokensAt(x), room, "seed %d trial %d call %d: TokensAt(%s) must not exceed TokensAt(%s), the latest admission", seed, trial, i, at(t0, x), at(t0, L))
+				assert.LessOrEqualf(t, l.TokensAt(x), room, "seed %d trial %d %v call %d: TokensAt(%s) must not exceed TokensAt(%s), the latest admission", seed, trial, cfg, i, at(t0, x), at(t0, L))
 				if l.AllowN(x, c.n) && c.n > 0 {
-					require.LessOrEqualf(t, c.n, room, "seed %d trial %d call %d: AllowN(%s, %d) admitted a stale call above TokensAt(%s) = %d", seed, trial, i, at(t0, x), c.n, at(t0, L), room)
+					require.LessOrEqualf(t, c.n, room, "seed %d trial %d %v call %d: AllowN(%s, %d) admitted a stale call above TokensAt(%s) = %d", seed, trial, cfg, i, at(t0, x), c.n, at(t0, L), room)
 				}
 				continue
 			}
@@ -157,12 +159,12 @@ func (s *suite) tokensAt(t *testing.T) {
 	seed := newSeed(t)
 	rng := newRand(seed, 2)
 	t0 := time.Now()
-	for _, cfg := range oneRuleConfigs {
-		l := s.newLimiter(t, cfg.Limit, cfg.Window)
-		for i, c := range randomCalls(rng, 200, cfg.Window, cfg.Limit) {
+	for _, cfg := range s.ruleSets() {
+		l := s.newSet(t, cfg)
+		for i, c := range cfg.calls(rng, 200) {
 			x := t0.Add(time.Duration(c.off))
 			tokens := l.TokensAt(x)
-			require.Truef(t, tokens >= 0 && tokens <= cfg.Limit, "seed %d %v call %d: TokensAt(%s) = %d, outside [0, %d]", seed, cfg, i, at(t0, x), tokens, cfg.Limit)
+			require.Truef(t, tokens >= 0 && tokens <= cfg.minLimit(), "seed %d %v call %d: TokensAt(%s) = %d, outside [0, %d]", seed, cfg, i, at(t0, x), tokens, cfg.minLimit())
 			want := c.n == 0 || c.n >= 1 && c.n <= tokens
 			require.Equalf(t, want, l.AllowN(x, c.n), "seed %d %v call %d: AllowN(%s, %d) with TokensAt = %d", seed, cfg, i, at(t0, x), c.n, tokens)
 		}

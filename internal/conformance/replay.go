@@ -17,6 +17,62 @@ var oneRuleConfigs = []Rule{
 	{1, 10}, {2, 1}, {3, 100}, {5, 7}, {8, 1000}, {4, time.Second},
 }
 
+// severalRuleConfigs are the rule sets the random checks add when the type
+// takes several rules: nested, coprime and duplicate windows.
+var severalRuleConfigs = []ruleSet{
+	{{2, 10}, {3, 100}},
+	{{1, 7}, {4, 64}, {8, 1000}},
+	{{3, 100}, {3, 100}},
+	{{5, 1000}, {2, 10}},
+}
+
+// ruleSet is the configuration of one limiter under test.
+type ruleSet []Rule
+
+func (rs ruleSet) minLimit() int {
+	return slices.MinFunc(rs, func(a, b Rule) int { return a.Limit - b.Limit }).Limit
+}
+
+func (rs ruleSet) maxLimit() int {
+	return slices.MaxFunc(rs, func(a, b Rule) int { return a.Limit - b.Limit }).Limit
+}
+
+func (rs ruleSet) maxWindow() time.Duration {
+	return slices.MaxFunc(rs, func(a, b Rule) int { return int(a.Window - b.Window) }).Window
+}
+
+// calls returns count random calls for the set: steps scaled to its first
+// window, costs up to its largest limit.
+func (rs ruleSet) calls(rng *rand.Rand, count int) []call {
+	return randomCalls(rng, count, rs[0].Window, rs.maxLimit())
+}
+
+// ruleSets returns the configurations the random checks run on: one rule
+// each, and several when the type takes several.
+func (s *suite) ruleSets() []ruleSet {
+	var out []ruleSet
+	for _, r := range oneRuleConfigs {
+		out = append(out, ruleSet{r})
+	}
+	if s.NewRules != nil {
+		out = append(out, severalRuleConfigs...)
+	}
+	return out
+}
+
+// newSet returns a new limiter for rs or stops the test.
+func (s *suite) newSet(t testing.TB, rs ruleSet) Limiter {
+	t.Helper()
+	if len(rs) == 1 {
+		return s.newLimiter(t, rs[0].Limit, rs[0].Window)
+	}
+	l, err := s.NewRules(rs...)
+	if err != nil || l == nil {
+		t.Fatalf("NewRules(%v) = %v, %v; want a limiter", rs, l, err)
+	}
+	return l
+}
+
 // newSeed returns a random seed and logs it, so that a failure can be
 // replayed.
 func newSeed(t *testing.T) uint64 {
@@ -94,19 +150,21 @@ func (s *suite) readyAt(t *testing.T) {
 	seed := newSeed(t)
 	rng := newRand(seed, 3)
 	t0 := time.Now()
+	sets := s.ruleSets()
 	for trial := range 60 {
-		cfg := oneRuleConfigs[trial%len(oneRuleConfigs)]
-		mk := func() Limiter { return s.newLimiter(t, cfg.Limit, cfg.Window) }
+		cfg := sets[trial%len(sets)]
+		mk := func() Limiter { return s.newSet(t, cfg) }
 		l := mk()
-		calls := randomCalls(rng, 1+rng.IntN(25), cfg.Window, cfg.Limit)
+		calls := cfg.calls(rng, 1+rng.IntN(25))
 		admitted := make([]bool, len(calls))
 		for i, c := range calls {
 			admitted[i] = l.AllowN(t0.Add(time.Duration(c.off)), c.n)
 		}
-		q := calls[len(calls)-1].off + rng.Int64N(3*int64(cfg.Window)+1) - int64(cfg.Window)
+		w := int64(cfg.maxWindow())
+		q := calls[len(calls)-1].off + rng.Int64N(3*w+1) - w
 		now := t0.Add(time.Duration(q))
 		tokens := l.TokensAt(now)
-		for n := 1; n <= cfg.Limit; n++ {
+		for n := 1; n <= cfg.minLimit(); n++ {
 			where := fmt.Sprintf("seed %d trial %d %v after %v: ReadyAt(%s, %d)", seed, trial, cfg, calls, at(t0, now), n)
 			r, ok := l.ReadyAt(now, n)
 			require.Truef(t, ok, "%s: not ok", where)
@@ -132,21 +190,22 @@ func (s *suite) idleAt(t *testing.T) {
 	seed := newSeed(t)
 	rng := newRand(seed, 4)
 	t0 := time.Now()
+	sets := s.ruleSets()
 	for trial := range 40 {
-		cfg := oneRuleConfigs[trial%len(oneRuleConfigs)]
-		l := s.newLimiter(t, cfg.Limit, cfg.Window)
+		cfg := sets[trial%len(sets)]
+		l := s.newSet(t, cfg)
 		var hi int64 // the latest instant used
 		for round := range 4 {
-			for _, c := range randomCalls(rng, 1+rng.IntN(20), cfg.Window, cfg.Limit) {
+			for _, c := range cfg.calls(rng, 1+rng.IntN(20)) {
 				c.off += hi
 				l.AllowN(t0.Add(time.Duration(c.off)), c.n)
 				hi = max(hi, c.off)
 			}
-			x := hi + 2*int64(cfg.Window) + rng.Int64N(3)
+			x := hi + 2*int64(cfg.maxWindow()) + rng.Int64N(3)
 			where := fmt.Sprintf("seed %d trial %d round %d %v", seed, trial, round, cfg)
 			require.Truef(t, l.(Idler).IdleAt(t0.Add(time.Duration(x))), "%s: IdleAt(t0%+dns), two windows after every instant used", where, x)
-			fresh := s.newLimiter(t, cfg.Limit, cfg.Window)
-			cont := randomCalls(rng, 20, cfg.Window, cfg.Limit)
+			fresh := s.newSet(t, cfg)
+			cont := cfg.calls(rng, 20)
 			for i, c := range cont {
 				c.off = x + max(c.off, 0)
 				now := t0.Add(time.Duration(c.off))
@@ -175,11 +234,12 @@ func (s *suite) refusalWritesNothing(t *testing.T) {
 	seed := newSeed(t)
 	rng := newRand(seed, 5)
 	t0 := time.Now()
+	sets := s.ruleSets()
 	for trial := range 40 {
-		cfg := oneRuleConfigs[trial%len(oneRuleConfigs)]
-		l := s.newLimiter(t, cfg.Limit, cfg.Window)
-		twin := s.newLimiter(t, cfg.Limit, cfg.Window)
-		calls := randomCalls(rng, 60, cfg.Window, cfg.Limit)
+		cfg := sets[trial%len(sets)]
+		l := s.newSet(t, cfg)
+		twin := s.newSet(t, cfg)
+		calls := cfg.calls(rng, 60)
 		var last int64
 		for _, c := range calls {
 			now := t0.Add(time.Duration(c.off))
@@ -193,7 +253,7 @@ func (s *suite) refusalWritesNothing(t *testing.T) {
 			}
 			last = c.off
 		}
-		for i, c := range randomCalls(rng, 30, cfg.Window, cfg.Limit) {
+		for i, c := range cfg.calls(rng, 30) {
 			now := t0.Add(time.Duration(last + c.off))
 			sameAnswers(t, l, twin, t0, now, c.n, fmt.Sprintf("seed %d trial %d %v, continuation call %d", seed, trial, cfg, i))
 		}
