@@ -120,8 +120,6 @@ func isMarkerOf(v, j uint64) bool {
 	return v&busyBit != 0 && (v&valueMask)>>costBits == j>>32&markCycles
 }
 
-// markerCost returns the cost of the batch a marker announces.
-func markerCost(v uint64) uint64 { return v&costMask + 1 }
 
 // Log is the shared state. Instants are int64 nanosecond offsets from the
 // owner's clock.Base; any int64 is accepted (out-of-range values saturate).
