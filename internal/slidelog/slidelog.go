@@ -455,9 +455,11 @@ func (l *Log) allowN(now int64, n int64) (admitted bool, first uint64, stamp int
 			}
 			continue
 		}
+		// Place the marker at once (a helper's CAS would expect the
+		// same unclaimed value), then finish. drive returns once the
+		// outcome is recorded and pending no longer names d.
+		claim.CompareAndSwap(cv, markerFor(h, n))
 		l.drive(d)
-		// drive returned: the outcome is recorded and pending no longer
-		// names d.
 		if d.state.Load() == committed {
 			releaseBatch(d)
 			return true, h, t
