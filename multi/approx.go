@@ -221,12 +221,14 @@ func (a *Approx) acquire(tag uint64) (uint64, []atomic.Uint64) {
 	}
 }
 
-// view returns the instant rule i decides offset off at, and the window
-// start and counters in effect then, from the snapshot in slot s. The caller
-// validates the slot afterwards.
-func (a *Approx) view(s []atomic.Uint64, i int, off int64) (t, ws, p, c int64) {
-	pc := s[ruleW+2*i+1].Load()
-	t, ws, p, c, _ = a.rules[i].View(int64(s[ruleW+2*i].Load()), int64(pc>>32), int64(pc&lowMask), off)
+// view returns the instant rule i decides the clamped offset t0
+// (twocount.Clamp) at, and the window start and counters in effect then, from
+// the snapshot in slot s. The caller validates the slot afterwards. (It is
+// twocount.Rule.View with the clamp hoisted out of the callers' loops.)
+func (a *Approx) view(s []atomic.Uint64, i int, t0 int64) (t, ws, p, c int64) {
+	start, pc := int64(s[ruleW+2*i].Load()), s[ruleW+2*i+1].Load()
+	t = max(t0, start)
+	ws, p, c, _ = a.rules[i].Step(start, int64(pc>>32), int64(pc&lowMask), t)
 	return t, ws, p, c
 }
 
@@ -278,6 +280,7 @@ func (a *Approx) AllowN(now time.Time, n int) bool {
 const stackRules = 8
 
 func (a *Approx) allowN(off, n int64) bool {
+	off = twocount.Clamp(off)
 	var (
 		mine    []atomic.Uint64 // scratch slot, once the call looks admissible
 		mineIdx uint64
@@ -289,7 +292,10 @@ func (a *Approx) allowN(off, n int64) bool {
 		// Decide, reading only: a refused call writes nothing.
 		ok := true
 		for i := range a.rules {
-			t, ws, p, c := a.view(s, i, off)
+			// a.view, written out: it is over the inlining budget.
+			start, pc := int64(s[ruleW+2*i].Load()), s[ruleW+2*i+1].Load()
+			t := max(off, start)
+			ws, p, c, _ := a.rules[i].Step(start, int64(pc>>32), int64(pc&lowMask), t)
 			if !a.rules[i].Fits(p, c, t-ws, n) {
 				ok = false
 				break
@@ -359,7 +365,7 @@ func (a *Approx) TokensAt(now time.Time) int {
 	if a.minLimit == 0 {
 		return 0
 	}
-	off := a.base.Offset(now)
+	off := twocount.Clamp(a.base.Offset(now))
 	for {
 		h, s := a.load()
 		best := int64(a.minLimit)
@@ -381,7 +387,7 @@ func (a *Approx) RemainingAt(now time.Time, dst []int) []int {
 	if a.minLimit == 0 {
 		return dst
 	}
-	off := a.base.Offset(now)
+	off := twocount.Clamp(a.base.Offset(now))
 	n0 := len(dst)
 	for {
 		dst = dst[:n0]
@@ -410,7 +416,7 @@ func (a *Approx) ReadyAt(now time.Time, n int) (at time.Time, ok bool) {
 	if n < 0 || n > a.minLimit {
 		return time.Time{}, false
 	}
-	off := a.base.Offset(now)
+	off := twocount.Clamp(a.base.Offset(now))
 	for {
 		h, s := a.load()
 		var ready int64 = twocount.OffMin

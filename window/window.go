@@ -269,6 +269,7 @@ func (l *Limiter) allow(off int64, n int) bool {
 	if k > l.rule.Limit {
 		return false
 	}
+	t0 := twocount.Clamp(off)
 	for {
 		// The snapshot, written out here because (*Limiter).snapshot is
 		// just over the inlining budget and this is the hot path.
@@ -281,8 +282,9 @@ func (l *Limiter) allow(off int64, n int) bool {
 		if (c>>genShift)&1 != a&1 {
 			ci = install(a, c)
 		}
-		start := startOf(a)
-		t, ws, p, q, adv := l.rule.View(start, prevOf(ci), currOf(ci), off)
+		// rule.View, written out: it is over the inlining budget.
+		t := max(t0, startOf(a))
+		ws, p, q, adv := l.rule.Step(startOf(a), prevOf(ci), currOf(ci), t)
 		if !l.rule.Fits(p, q, t-ws, k) {
 			return false
 		}
