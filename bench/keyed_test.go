@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -117,14 +118,27 @@ func keySequence(f *keyedFixture, n int, order string) ([]string, error) {
 // sequence from its own offset. Every key is present before the loop, so
 // allocs/op is the cost for present keys; for our stores the benchmark also
 // fails if a present key's decision allocates.
+//
+// On a shared machine the load changes from one minute to the next, and
+// -count repeats each benchmark back to back, so stores measured minutes
+// apart see different neighbours. BENCH_ROUNDS=r (with -count 1) repeats the
+// whole set r times instead, interleaving the stores; go test names the
+// repeats name#01, name#02, …, and compare.sh strips the suffix so that
+// benchstat sees r samples of each.
 func BenchmarkKeyed(b *testing.B) {
-	for _, n := range keyCounts() {
-		for _, order := range stores.Orders {
-			for _, path := range []string{"mixed", "deny"} {
-				for _, im := range stores.All() {
-					b.Run(fmt.Sprintf("keys=%d/order=%s/path=%s/impl=%s", n, order, path, im.Name), func(b *testing.B) {
-						benchKeyed(b, im, n, order, path)
-					})
+	rounds := 1
+	if v, err := strconv.Atoi(os.Getenv("BENCH_ROUNDS")); err == nil && v > 1 {
+		rounds = v
+	}
+	for range rounds {
+		for _, n := range keyCounts() {
+			for _, order := range stores.Orders {
+				for _, path := range []string{"mixed", "deny"} {
+					for _, im := range stores.All() {
+						b.Run(fmt.Sprintf("keys=%d/order=%s/path=%s/impl=%s", n, order, path, im.Name), func(b *testing.B) {
+							benchKeyed(b, im, n, order, path)
+						})
+					}
 				}
 			}
 		}
