@@ -613,3 +613,103 @@ func TestIssue11WaitNeverSpins(t *testing.T) {
 		}
 	})
 }
+
+// TestIssue11DeleteDuringSweep: while a sweep asks a key's limiter whether it
+// is idle (user code, for a PerKey of the user's own), Delete on that key and
+// calls on other keys return at once: the sweep holds no lock. The key's slot
+// is released exactly once, whoever removes it.
+func TestIssue11DeleteDuringSweep(t *testing.T) {
+	var idleCalls atomic.Int64
+	entered, release := make(chan struct{}), make(chan struct{})
+	k, err := keyed.New[string](func() (*naive, error) {
+		l := newNaive(2, time.Second)
+		l.inIdle = func(time.Time) {
+			if idleCalls.Add(1) == 2 { // the sweep's second look at "a"
+				close(entered)
+				<-release
+			}
+		}
+		return l, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k.AllowN("a", at(0), 1)
+	k.AllowN("b", at(time.Second), 1) // not idle at the sweep's instant: one look only
+	swept := make(chan int, 1)
+	go func() { swept <- k.Sweep(at(time.Second)) }()
+	<-entered
+	returns(t, "Delete while the sweep inspects the key", func() { k.Delete("a") })
+	returns(t, "AllowN on another key while the sweep inspects a key", func() { k.AllowN("c", at(time.Second), 1) })
+	close(release)
+	if got := <-swept; got != 0 {
+		t.Errorf("Sweep removed %d keys, want 0: Delete removed a first", got)
+	}
+	if got := k.Len(); got != 2 {
+		t.Errorf("Len = %d after Delete raced with a sweep, want 2 (b and c)", got)
+	}
+	// Every key's slot comes back exactly once.
+	for _, key := range []string{"a", "b", "c"} {
+		k.Delete(key)
+	}
+	if got := k.Len(); got != 0 {
+		t.Errorf("Len = %d after deleting every key, want 0: a slot was released twice or never", got)
+	}
+}
+
+// userLimiter is a PerKey of the user's own whose methods panic on demand.
+type userLimiter struct {
+	*naive
+	boom *atomic.Bool
+}
+
+func (u userLimiter) AllowN(now time.Time, n int) bool {
+	if u.boom.Load() {
+		panic("allow boom")
+	}
+	return u.naive.AllowN(now, n)
+}
+
+func (u userLimiter) TokensAt(now time.Time) int {
+	if u.boom.Load() {
+		panic("tokens boom")
+	}
+	return u.naive.TokensAt(now)
+}
+
+// TestIssue11PanickingLimiterMethods: a PerKey whose AllowN or TokensAt
+// panics leaves the Limiter usable once it stops: nothing is held.
+func TestIssue11PanickingLimiterMethods(t *testing.T) {
+	var boom atomic.Bool
+	k, err := keyed.New[string](func() (userLimiter, error) {
+		return userLimiter{newNaive(2, time.Second), &boom}, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k.AllowN("a", at(0), 1)
+	boom.Store(true)
+	if p := panics(func() { k.AllowN("a", at(0), 1) }); p != "allow boom" {
+		t.Errorf("AllowN's panic = %v", p)
+	}
+	if p := panics(func() { k.AllowN("new", at(0), 1) }); p != "allow boom" {
+		t.Errorf("AllowN's panic on a new key = %v", p)
+	}
+	if p := panics(func() { k.TokensAt("a", at(0)) }); p != "tokens boom" {
+		t.Errorf("TokensAt's panic = %v", p)
+	}
+	boom.Store(false)
+	returns(t, "calls after the limiter's panics", func() {
+		if !k.AllowN("a", at(0), 1) {
+			t.Error("AllowN(a) refused: the panicking call counted")
+		}
+		if k.AllowN("a", at(0), 1) {
+			t.Error("AllowN(a) admitted a third call with limit 2")
+		}
+		k.Sweep(at(time.Hour))
+		k.Delete("new")
+	})
+	if got := k.Len(); got != 0 {
+		t.Errorf("Len = %d, want 0", got)
+	}
+}
