@@ -343,7 +343,7 @@ func (l *Log) allowN(now int64, n int64) (admitted bool, first uint64, stamp int
 		// check (L places back) is the one in the claim slot, so a decision
 		// is three loads and an admission two CAS. Any state off this path
 		// (a lagging head, a marker, a stale read) falls through to the
-		// general loop below.
+		// general loop, allowSlow.
 		for {
 			h := l.head.Load()
 			pos := h & posMask
@@ -374,6 +374,14 @@ func (l *Log) allowN(now int64, n int64) (admitted bool, first uint64, stamp int
 			}
 		}
 	}
+	return l.allowSlow(now, n)
+}
+
+// allowSlow is allowN off the one-rule unit fast path: several rules, a
+// batch, or a state the fast path does not handle (a lagging head, a marker,
+// a stale read). now is a stamp, 1 <= n <= minLimit. Kept out of allowN so
+// that the fast path's frame does not carry this loop's state.
+func (l *Log) allowSlow(now int64, n int64) (admitted bool, first uint64, stamp int64) {
 	var d *batch // the caller's descriptor, once it needs one (n >= 2)
 	for {
 		h := l.head.Load()
