@@ -5,6 +5,7 @@ go 1.26.0
 replace github.com/slidelimit/slidelimit => ../
 
 require (
+	github.com/go-redis/redis_rate/v10 v10.0.1
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/slidelimit/slidelimit v0.0.0-00010101000000-000000000000
 	github.com/stretchr/testify v1.12.1

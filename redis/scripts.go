@@ -35,7 +35,11 @@ func newScript(src string) script {
 //
 // Rule (l, w) admits n at t iff the (l-n+1)-th newest stamp is empty or at
 // most t-w: then at most l-n stamps lie in (t-w, t]. The count behind
-// "remaining" is a binary search over the newest l stamps.
+// "remaining" is a binary search over the newest l stamps, made before any
+// write (an admission adds n to it). Every read comes before every write; a
+// log of at most 8 KiB is read with one GET, a longer one 8 bytes at a time
+// with GETRANGE, so a decision reads O(rules * log(limit)) stamps whatever
+// the limit.
 var logScript = newScript(`
 local key = KEYS[1]
 local cap = tonumber(ARGV[1])
@@ -53,18 +57,24 @@ if len ~= 0 and len ~= size then
   return redis.error_reply('ERR slidelimit: key holds ' .. len .. ' bytes, not a log of capacity ' .. cap)
 end
 local head = 0
-if len ~= 0 then
+local raw = nil
+if len ~= 0 and len <= 8192 then
+  raw = redis.call('GET', key)
+  head = struct.unpack('<d', raw, 1)
+elseif len ~= 0 then
   head = struct.unpack('<d', redis.call('GETRANGE', key, 0, 7))
 end
 local function stamp(k)
   if len == 0 or k > cap then return 0 end
   local i = (head - k) % cap
-  return struct.unpack('<d', redis.call('GETRANGE', key, 8 + 8 * i, 15 + 8 * i))
+  if raw then return (struct.unpack('<d', raw, 9 + 8 * i)) end
+  return (struct.unpack('<d', redis.call('GETRANGE', key, 8 + 8 * i, 15 + 8 * i)))
 end
 local last = stamp(1)
 if now < last then now = last end
 local ok = n >= 0
 local ready = now
+local used = {}
 for r = 0, nr - 1 do
   local l = tonumber(ARGV[5 + 2 * r])
   local w = tonumber(ARGV[6 + 2 * r])
@@ -78,14 +88,25 @@ for r = 0, nr - 1 do
       if ready >= 0 and s + w > ready then ready = s + w end
     end
   end
+  local lo, hi = 0, math.min(l, cap)
+  while lo < hi do
+    local mid = math.floor((lo + hi + 1) / 2)
+    local s = stamp(mid)
+    if s ~= 0 and s > now - w then lo = mid else hi = mid - 1 end
+  end
+  used[r] = lo
 end
 if n < 0 then ready = -1 end
+local out = {0, now, ready}
+for r = 0, nr - 1 do
+  out[4 + r] = tonumber(ARGV[5 + 2 * r]) - used[r]
+end
 if ok and n > 0 then
+  for r = 0, nr - 1 do out[4 + r] = out[4 + r] - n end
   local p = struct.pack('<d', now)
   if len == 0 then
     local body = string.rep(p, n) .. string.rep('\0', 8 * (cap - n))
     redis.call('SET', key, struct.pack('<d', n % cap) .. body, 'PX', ttl)
-    len = size
   else
     local first = math.min(n, cap - head)
     redis.call('SETRANGE', key, 8 + 8 * head, string.rep(p, first))
@@ -95,20 +116,8 @@ if ok and n > 0 then
     redis.call('SETRANGE', key, 0, struct.pack('<d', (head + n) % cap))
     redis.call('PEXPIRE', key, ttl)
   end
-  head = (head + n) % cap
 end
-local out = {ok and 1 or 0, now, ready}
-for r = 0, nr - 1 do
-  local l = tonumber(ARGV[5 + 2 * r])
-  local w = tonumber(ARGV[6 + 2 * r])
-  local lo, hi = 0, math.min(l, cap)
-  while lo < hi do
-    local mid = math.floor((lo + hi + 1) / 2)
-    local s = stamp(mid)
-    if s ~= 0 and s > now - w then lo = mid else hi = mid - 1 end
-  end
-  out[4 + r] = l - lo
-end
+if ok then out[1] = 1 end
 return out
 `)
 

@@ -1,0 +1,198 @@
+package redis_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-redis/redis_rate/v10"
+	goredis "github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/slidelimit/slidelimit/redis"
+	"github.com/slidelimit/slidelimit/redis/internal/redistest"
+)
+
+// The benchmarks run every decider against one local redis-server started for
+// the run, on the server's clock, with keys drawn at random from benchKeys,
+// at 1, 16 and 64 goroutines. Each reports decisions per second and the p50
+// and p99 latency of one decision. redis_rate (GCRA) is the peer: it limits
+// each key to a rate of limit per second with a burst of limit, which is not
+// a sliding-window limit; the comparison is of cost, not of semantics.
+
+const (
+	benchKeys  = 10_000
+	benchLimit = 100
+)
+
+type decider func(ctx context.Context, key string) error
+
+func benchDeciders(b *testing.B, gc *goredis.Client) map[string]decider {
+	c, err := redis.NewGoRedis(gc)
+	require.NoError(b, err)
+	rule := redis.Rule{Limit: benchLimit, Window: time.Second}
+	lg := mustLog(b, c, redis.Options{Prefix: "bench"}, rule)
+	win := mustWindow(b, c, redis.Options{Prefix: "bench"}, rule)
+	lg3 := mustLog(b, c, redis.Options{Prefix: "bench3"}, rule, redis.Rule{Limit: 1000, Window: time.Minute}, redis.Rule{Limit: 10000, Window: time.Hour})
+	rr := redis_rate.NewLimiter(gc)
+	lim := redis_rate.PerSecond(benchLimit)
+	allow := func(l *redis.Limiter) decider {
+		return func(ctx context.Context, key string) error { _, err := l.Allow(ctx, key); return err }
+	}
+	return map[string]decider{
+		"log":        allow(lg),
+		"window":     allow(win),
+		"log-3rules": allow(lg3),
+		"redis_rate": func(ctx context.Context, key string) error { _, err := rr.Allow(ctx, key, lim); return err },
+	}
+}
+
+// BenchmarkDecide measures one decision end to end (client, network,
+// script) at several concurrencies.
+func BenchmarkDecide(b *testing.B) {
+	s := redistest.Start(b)
+	gc := goredis.NewClient(&goredis.Options{Addr: s.Addr(), PoolSize: 64, ContextTimeoutEnabled: true})
+	b.Cleanup(func() { _ = gc.Close() })
+	keys := make([]string, benchKeys)
+	for i := range keys {
+		keys[i] = "user-" + strconv.Itoa(i)
+	}
+	ds := benchDeciders(b, gc)
+	names := make([]string, 0, len(ds))
+	for n := range ds {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		d := ds[name]
+		for _, g := range []int{1, 16, 64} {
+			b.Run(fmt.Sprintf("%s/g=%d", name, g), func(b *testing.B) {
+				ctx := context.Background()
+				require.NoError(b, d(ctx, keys[0])) // loads the script
+				_, err := redistest.Do(s.Addr(), "CONFIG", "RESETSTAT")
+				require.NoError(b, err)
+				lat := make([][]time.Duration, g)
+				var wg sync.WaitGroup
+				b.ResetTimer()
+				start := time.Now()
+				for w := range g {
+					n := b.N / g
+					if w < b.N%g {
+						n++
+					}
+					wg.Go(func() {
+						r := rand.New(rand.NewPCG(uint64(w), 1))
+						l := make([]time.Duration, 0, n)
+						for range n {
+							t0 := time.Now()
+							if err := d(ctx, keys[r.IntN(len(keys))]); err != nil {
+								b.Error(err)
+								return
+							}
+							l = append(l, time.Since(t0))
+						}
+						lat[w] = l
+					})
+				}
+				wg.Wait()
+				el := time.Since(start)
+				b.StopTimer()
+				all := slices.Concat(lat...)
+				slices.Sort(all)
+				if len(all) > 0 {
+					b.ReportMetric(float64(len(all))/el.Seconds(), "decisions/s")
+					b.ReportMetric(float64(all[len(all)/2].Microseconds()), "p50-µs")
+					b.ReportMetric(float64(all[len(all)*99/100].Microseconds()), "p99-µs")
+				}
+				calls, usec := scriptStats(b, s.Addr())
+				b.ReportMetric(float64(calls)/float64(len(all)), "scripts/decision")
+				b.ReportMetric(usec, "server-µs/decision")
+			})
+		}
+	}
+}
+
+// BenchmarkMemoryPerKey fills 100k keys with one decision each and reports
+// used_memory (INFO memory) per key; the loop itself measures nothing.
+func BenchmarkMemoryPerKey(b *testing.B) {
+	const keys = 100_000
+	for _, name := range []string{"log", "window", "redis_rate"} {
+		b.Run(name, func(b *testing.B) {
+			s := redistest.Start(b)
+			gc := goredis.NewClient(&goredis.Options{Addr: s.Addr(), PoolSize: 32, ContextTimeoutEnabled: true})
+			b.Cleanup(func() { _ = gc.Close() })
+			d := benchDeciders(b, gc)[name]
+			before := usedMemory(b, s.Addr())
+			var wg sync.WaitGroup
+			for w := range 16 {
+				wg.Go(func() {
+					for i := w; i < keys; i += 16 {
+						if err := d(context.Background(), "user-"+strconv.Itoa(i)); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				})
+			}
+			wg.Wait()
+			n, err := redistest.Do(s.Addr(), "DBSIZE")
+			require.NoError(b, err)
+			require.Equal(b, strconv.Itoa(keys), n, "every decision must have created its key")
+			after := usedMemory(b, s.Addr())
+			for b.Loop() {
+			}
+			b.ReportMetric(float64(after-before)/keys, "bytes/key")
+		})
+	}
+}
+
+func usedMemory(b *testing.B, addr string) int {
+	out, err := redistest.Do(addr, "INFO", "memory")
+	require.NoError(b, err)
+	for _, line := range strings.Split(out, "\r\n") {
+		if v, ok := strings.CutPrefix(line, "used_memory:"); ok {
+			n, err := strconv.Atoi(v)
+			require.NoError(b, err)
+			return n
+		}
+	}
+	b.Fatalf("no used_memory in INFO memory:\n%s", out)
+	return 0
+}
+
+// scriptStats returns how many script calls (EVALSHA and EVAL) the server ran
+// since CONFIG RESETSTAT, and their mean server time in microseconds.
+func scriptStats(b *testing.B, addr string) (calls int, usecPerCall float64) {
+	out, err := redistest.Do(addr, "INFO", "commandstats")
+	require.NoError(b, err)
+	var usec float64
+	for _, line := range strings.Split(out, "\r\n") {
+		for _, cmd := range []string{"cmdstat_evalsha:", "cmdstat_eval:"} {
+			v, ok := strings.CutPrefix(line, cmd)
+			if !ok {
+				continue
+			}
+			for _, f := range strings.Split(v, ",") {
+				k, val, _ := strings.Cut(f, "=")
+				switch k {
+				case "calls":
+					n, _ := strconv.Atoi(val)
+					calls += n
+				case "usec":
+					u, _ := strconv.ParseFloat(val, 64)
+					usec += u
+				}
+			}
+		}
+	}
+	if calls == 0 {
+		return 0, 0
+	}
+	return calls, usec / float64(calls)
+}
