@@ -443,10 +443,11 @@ func runOutsideTwo(t *testing.T, rules []multi.Rule, mk func() twoUnderTest, adv
 	}
 	w := int64(rules[0].Window)
 	seed := rand.Uint64()
-	t.Logf("seed %d", seed)
+	concurrent := 0
+	defer func() { t.Logf("seed %d: %d of %d histories had overlapping calls", seed, concurrent, rounds) }()
 	for round := range rounds {
 		l := mk()
-		var clk, seq atomic.Int64
+		var clk, seq, ready atomic.Int64
 		calls := make([]call, goroutines*perG)
 		var start, wg sync.WaitGroup
 		start.Add(1)
@@ -455,7 +456,11 @@ func runOutsideTwo(t *testing.T, rules []multi.Rule, mk func() twoUnderTest, adv
 			go func() {
 				defer wg.Done()
 				rng := rand.New(rand.NewPCG(seed, uint64(round*goroutines+g)))
+				ready.Add(1)
 				start.Wait()
+				for ready.Load() < goroutines {
+					runtime.Gosched()
+				}
 				for i := range perG {
 					step := rng.Int64N(w/2 + 1)
 					if rng.IntN(8) == 0 {
@@ -463,13 +468,23 @@ func runOutsideTwo(t *testing.T, rules []multi.Rule, mk func() twoUnderTest, adv
 					}
 					u := clk.Add(step)
 					c := call{u: u}
+					// A yield between taking the instant and calling lets
+					// other goroutines' calls, at later instants, come
+					// first: the interleavings of stale instants.
+					pause := rng.IntN(2) == 0
 					if rng.IntN(4) == 0 {
 						c.u = u + rng.Int64N(2*w+1) - w
 						c.inv = seq.Add(1)
+						if pause {
+							runtime.Gosched()
+						}
 						c.tokens = int64(l.TokensAt(windowT0.Add(time.Duration(c.u))))
 					} else {
 						c.n = 1 + rng.Int64N(int64(minLimit))
 						c.inv = seq.Add(1)
+						if pause {
+							runtime.Gosched()
+						}
 						c.ok = l.AllowN(windowT0.Add(time.Duration(u)), int(c.n))
 					}
 					c.resp = seq.Add(1)
@@ -479,6 +494,9 @@ func runOutsideTwo(t *testing.T, rules []multi.Rule, mk func() twoUnderTest, adv
 		}
 		start.Done()
 		wg.Wait()
+		if overlapping(calls) {
+			concurrent++
+		}
 		at, ok := linearize(rules, calls, advances)
 		if !ok {
 			t.Fatalf("round %d (seed %d, rules %v): no sequential order explains the answers %+v", round, seed, rules, calls)
@@ -502,6 +520,18 @@ func runOutsideTwo(t *testing.T, rules []multi.Rule, mk func() twoUnderTest, adv
 			}
 		}
 	}
+}
+
+// overlapping reports whether two calls of a history overlap in time.
+func overlapping(calls []call) bool {
+	for i, a := range calls {
+		for _, b := range calls[i+1:] {
+			if a.inv < b.resp && b.inv < a.resp {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // TestOutsideWindow runs runOutsideTwo on window.Limiter for a few limits.
