@@ -87,6 +87,13 @@ func (s *suite) edges(t *testing.T) {
 		assert.True(t, id.IdleAt(t0), "IdleAt(t0) on a new limiter")
 		assert.True(t, id.IdleAt(time.Time{}), "IdleAt(time.Time{}) on a new limiter")
 	}
+	if _, ok := l.(interface{ Allow() bool }); ok {
+		one := s.newLimiter(t, 1, time.Hour)
+		a := one.(interface{ Allow() bool })
+		assert.True(t, a.Allow(), "Allow() on a new limiter of 1 per hour")
+		assert.False(t, a.Allow(), "Allow() after Allow() on a limiter of 1 per hour")
+		assert.Equal(t, 0, one.TokensAt(time.Now()), "TokensAt(time.Now()) after Allow() on a limiter of 1 per hour")
+	}
 	for round := range 2 {
 		tokens := l.TokensAt(t0)
 		assert.Equalf(t, []int{limit, 0}[round], tokens, "round %d: TokensAt(t0)", round)
@@ -187,8 +194,8 @@ func (s *suite) extremeInstants(t *testing.T) {
 		if order == "future first" {
 			xs = append(append([]time.Time(nil), future...), past...)
 		}
-		// canAdvance: every instant so far was decided at most at t0, so a
-		// full window empties at a representable instant.
+		// canAdvance: nothing was admitted far in the future yet, so a full
+		// window empties at a representable instant.
 		canAdvance := true
 		for _, x := range xs {
 			s.agreeAt(t, l, t0, x, limit, order, false)

@@ -64,5 +64,14 @@ func (s *suite) wait(t *testing.T) {
 		require.NoError(t, l.WaitN(context.Background(), 1), "WaitN(ctx, 1) on a full limiter")
 		assert.Equal(t, ready.Sub(start), time.Since(start), "WaitN(ctx, 1) must return at ReadyAt(start, 1)")
 		assert.Equal(t, time.Duration(0), time.Until(ready), "WaitN(ctx, 1) must return at ReadyAt(start, 1)")
+
+		// Wait is WaitN(ctx, 1).
+		if wl, ok := l.(interface{ Wait(context.Context) error }); ok {
+			now := time.Now()
+			next, ok := l.ReadyAt(now, 1)
+			require.True(t, ok, "ReadyAt(now, 1)")
+			require.NoError(t, wl.Wait(context.Background()), "Wait(ctx)")
+			assert.Equal(t, next.Sub(now), time.Since(now), "Wait(ctx) must return at ReadyAt(now, 1)")
+		}
 	})
 }
