@@ -14,9 +14,15 @@ type Log struct {
 	// Bounds, if set before the first call, is the range of offsets the
 	// modelled limiter represents.
 	Bounds Bounds
+	// ClampSeen, if set before the first call, decides an instant earlier
+	// than the latest recorded call, admitted or refused, at that call's
+	// instant (the rule of StaleToSeen); by default only admissions count.
+	ClampSeen bool
 
-	rules  []Rule
-	stamps []Stamp // admissions, in non-decreasing order of instant
+	rules    []Rule
+	stamps   []Stamp // admissions, in non-decreasing order of instant
+	seen     bool    // some call was recorded
+	lastSeen int64   // the latest recorded (clamped) instant, valid if seen
 }
 
 var _ Model = (*Log)(nil)
@@ -45,11 +51,15 @@ func (o *Log) Latest() (at int64, ok bool) {
 }
 
 // Clamp returns the instant a call at now is decided at: now within Bounds,
-// and not before the latest admission.
+// and not before the latest admission (with ClampSeen, the latest recorded
+// call).
 func (o *Log) Clamp(now int64) int64 {
 	t := o.Bounds.clamp(now)
 	if last, ok := o.Latest(); ok && t < last {
-		return last
+		t = last
+	}
+	if o.ClampSeen && o.seen && t < o.lastSeen {
+		t = o.lastSeen
 	}
 	return t
 }
@@ -96,10 +106,12 @@ func (o *Log) Fits(now int64, n int) bool {
 }
 
 // Record stamps n at the clamped instant when admitted and n > 0; a refusal
-// records nothing.
+// records nothing (with ClampSeen, only its instant).
 func (o *Log) Record(now int64, n int, admitted bool) {
+	t := o.Clamp(now)
+	o.seen, o.lastSeen = true, t
 	if admitted && n > 0 {
-		o.stamps = append(o.stamps, Stamp{At: o.Clamp(now), Cost: int64(n)})
+		o.stamps = append(o.stamps, Stamp{At: t, Cost: int64(n)})
 	}
 }
 
@@ -163,10 +175,10 @@ func (o *Log) ReadyAt(now int64, n int) (int64, bool) {
 // least the longest window before now: then no stamp is in any window ending
 // at or after now, and no instant >= now is clamped.
 func (o *Log) IdleAt(now int64) bool {
-	last, ok := o.Latest()
-	if !ok {
-		return true
-	}
 	t := o.Bounds.clamp(now)
-	return t >= last && uint64(t-last) >= uint64(maxWindow(o.rules))
+	if o.ClampSeen && o.seen && t < o.lastSeen {
+		return false
+	}
+	last, ok := o.Latest()
+	return !ok || t >= last && uint64(t-last) >= uint64(maxWindow(o.rules))
 }

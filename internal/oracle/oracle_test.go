@@ -113,6 +113,29 @@ func TestLogBounds(t *testing.T) {
 	assert.Equal(t, []Stamp{{At: 100, Cost: 1}}, l.Stamps())
 }
 
+func TestLogClampSeen(t *testing.T) {
+	// 2 per 10; a refused call at 12 moves the instant stale calls are
+	// decided at.
+	l := NewLog(Rule{Limit: 2, Window: 10})
+	l.ClampSeen = true
+	runSteps(t, l, []step{
+		{"AllowN", 0, 2, true},
+		{"AllowN", 5, 1, false},
+		{"AllowN", 12, 3, false}, // above the limit, but seen
+		{"AllowN", 8, 1, true},   // decided at 12: (2, 12] is empty; stamped at 12
+		{"IdleAt", 21, 0, false},
+		{"IdleAt", 22, 0, true},
+	})
+	assert.Equal(t, []Stamp{{0, 2}, {12, 1}}, l.Stamps())
+	// By default a refusal moves nothing.
+	d := NewLog(Rule{Limit: 2, Window: 10})
+	runSteps(t, d, []step{
+		{"AllowN", 0, 2, true},
+		{"AllowN", 12, 3, false},
+		{"AllowN", 8, 1, false}, // decided at 8: (-2, 8] holds 2
+	})
+}
+
 func TestLogExtremeInstants(t *testing.T) {
 	runSteps(t, NewLog(Rule{Limit: 1, Window: 10}), []step{
 		{"AllowN", math.MinInt64, 1, true},
