@@ -10,17 +10,19 @@ FUZZEXECS   ?= 50000
 LONGFUZZ    ?= 5000000
 PKGS        := ./...
 
-.PHONY: test lint unit race386 fuzz-short fuzz bench compare
+.PHONY: test lint unit outside race386 redis-server redis fuzz-short fuzz bench compare
 
-## test: every check CI runs (format, vet, staticcheck, race tests, 32-bit build
-## and, where the kernel can run it, 32-bit tests, short fuzz).
-test: lint unit race386 fuzz-short
+## test: every check CI runs (format, vet, staticcheck, race tests, the
+## outside-view concurrency tests at GOMAXPROCS 2 and 8, 32-bit build and, where
+## the kernel can run it, 32-bit tests, the Redis module on real servers, short fuzz).
+test: lint unit outside race386 redis fuzz-short
 
 lint:
 	@echo "== gofmt"; out="$$(gofmt -l . )"; if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	@echo "== go vet"; go vet $(PKGS)
 	@echo "== staticcheck"; go run $(STATICCHECK) $(PKGS)
 	@if [ -f bench/go.mod ]; then echo "== bench module: vet + staticcheck"; cd bench && go vet ./... && go run $(STATICCHECK) ./...; fi
+	@echo "== redis module: vet + staticcheck"; cd redis && go vet ./... && go run $(STATICCHECK) ./...
 
 unit:
 	@echo "== go test -race -shuffle=on"
@@ -32,6 +34,14 @@ unit:
 # 386 (that catches 64-bit-only constants and sizes), and runs the tests only
 # where this kernel can execute a 386 binary: it builds and runs a tiny one to
 # find out, and says plainly when the tests were compiled but not run.
+# The tests named TestOutside check guarantees only from what callers see
+# (their instants and answers) under real concurrency; a rare interleaving
+# must not slip through, so they run several times at 2 and 8 Ps.
+OUTSIDECOUNT ?= 5
+outside:
+	@echo "== outside-view concurrency tests: -race -count $(OUTSIDECOUNT) -cpu 2,8"
+	go test -race -run '^TestOutside' -count=$(OUTSIDECOUNT) -cpu=2,8 $(PKGS)
+
 race386:
 	@echo "== GOARCH=386: go vet and compile every test binary"
 	GOARCH=386 go vet $(PKGS)
@@ -44,6 +54,21 @@ race386:
 	else \
 		echo "== GOARCH=386: tests compiled but NOT RUN: this kernel cannot execute 32-bit binaries ($$(echo $$why | head -c 200))"; \
 	fi
+
+# The Redis tests start their own redis-server processes (standalone and a
+# three-master cluster) on loopback ports. Install the server when missing;
+# with CI=true a test that cannot find it fails instead of skipping.
+redis-server:
+	@if ! command -v redis-server >/dev/null 2>&1 || ! command -v redis-cli >/dev/null 2>&1; then \
+		echo "== installing redis-server and redis-tools with apt-get (needed by the redis module's tests)"; \
+		if [ "$$(id -u)" != 0 ]; then echo "not root: install redis-server and redis-tools yourself"; exit 1; fi; \
+		DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server redis-tools >/dev/null || exit 1; \
+	fi; echo "== $$(redis-server --version | cut -d' ' -f1-3)"
+
+redis: redis-server
+	@echo "== redis module: go test -race against real servers"
+	cd redis && go test -race -count=1 ./...
 
 # Every Fuzz target in fuzz/ for a short bounded run (FUZZEXECS executions
 # each, a few seconds to about 20 s on 2 cores).
