@@ -148,3 +148,43 @@ func TestWindowExactAtExtremes(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, d.Allowed)
 }
+
+// TestLogLargeRing: a log longer than 8 KiB is read with GETRANGE and
+// written in place with SETRANGE, unlike the short logs of the other
+// replays; weighted calls wrap its ring many times, splitting writes at the
+// wrap, and every decision stays the oracle's.
+func TestLogLargeRing(t *testing.T) {
+	_, _, c := standalone(t)
+	rules := []redis.Rule{{Limit: 1030, Window: 100 * time.Millisecond}, {Limit: 700, Window: 30 * time.Millisecond}}
+	l := mustLog(t, c, redis.Options{Prefix: "large"}, rules...)
+	o := &logOracle{rules: rules}
+	r := rand.New(rand.NewPCG(3, 5))
+	tm := epoch
+	admitted, refused, units := 0, 0, 0
+	for i := range 600 {
+		tm += r.Int64N(20000)
+		if r.IntN(10) == 0 {
+			tm -= r.Int64N(5000) // stale
+		}
+		n := r.IntN(320)
+		d, err := l.AllowN(t.Context(), "k", at(tm), n)
+		require.NoError(t, err)
+		ok, atUS, ready, rem := o.allowN(tm, n)
+		gotReady := int64(-1)
+		if !d.ReadyAt.IsZero() {
+			gotReady = d.ReadyAt.UnixMicro()
+		}
+		require.Equal(t, ok, d.Allowed, "step %d", i)
+		require.Equal(t, atUS, d.At.UnixMicro(), "step %d: at", i)
+		require.Equal(t, ready, gotReady, "step %d: ready", i)
+		require.Equal(t, rem, d.Remaining, "step %d: remaining", i)
+		if ok {
+			admitted++
+			units += n
+		} else {
+			refused++
+		}
+	}
+	require.Positive(t, refused)
+	require.Greater(t, units, 10*1030, "the ring must wrap many times (admitted %d calls)", admitted)
+}

@@ -39,7 +39,10 @@ func newScript(src string) script {
 // write (an admission adds n to it). Every read comes before every write; a
 // log of at most 8 KiB is read with one GET, a longer one 8 bytes at a time
 // with GETRANGE, so a decision reads O(rules * log(limit)) stamps whatever
-// the limit.
+// the limit. A log of at most 8 KiB is written back whole with one SET (three
+// commands per decision, with TIME); a longer one is updated in place with
+// SETRANGE (the stamps, in two pieces when the ring wraps, and the head) and
+// PEXPIRE, so an admission writes O(n) bytes whatever the limit.
 var logScript = newScript(`
 local key = KEYS[1]
 local cap = tonumber(ARGV[1])
@@ -52,14 +55,20 @@ if now < 0 then
   now = tonumber(tm[1]) * 1000000 + tonumber(tm[2])
 end
 local size = 8 * (cap + 1)
-local len = redis.call('STRLEN', key)
+local small = size <= 8192
+local raw = nil
+local len
+if small then
+  raw = redis.call('GET', key)
+  if raw then len = #raw else len = 0; raw = nil end
+else
+  len = redis.call('STRLEN', key)
+end
 if len ~= 0 and len ~= size then
   return redis.error_reply('ERR slidelimit: key holds ' .. len .. ' bytes, not a log of capacity ' .. cap)
 end
 local head = 0
-local raw = nil
-if len ~= 0 and len <= 8192 then
-  raw = redis.call('GET', key)
+if raw then
   head = struct.unpack('<d', raw, 1)
 elseif len ~= 0 then
   head = struct.unpack('<d', redis.call('GETRANGE', key, 0, 7))
@@ -107,6 +116,16 @@ if ok and n > 0 then
   if len == 0 then
     local body = string.rep(p, n) .. string.rep('\0', 8 * (cap - n))
     redis.call('SET', key, struct.pack('<d', n % cap) .. body, 'PX', ttl)
+  elseif raw then
+    local first = math.min(n, cap - head)
+    local h = struct.pack('<d', (head + n) % cap)
+    local v
+    if n > first then
+      v = h .. string.rep(p, n - first) .. raw:sub(9 + 8 * (n - first), 8 + 8 * head) .. string.rep(p, first)
+    else
+      v = h .. raw:sub(9, 8 + 8 * head) .. string.rep(p, n) .. raw:sub(9 + 8 * (head + n))
+    end
+    redis.call('SET', key, v, 'PX', ttl)
   else
     local first = math.min(n, cap - head)
     redis.call('SETRANGE', key, 8 + 8 * head, string.rep(p, first))
