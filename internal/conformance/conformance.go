@@ -19,6 +19,9 @@
 //   - ExtremeInstants: at time.Time{}, far in the past and far in the future,
 //     AllowN, TokensAt and ReadyAt agree, and ReadyAt answers ok only where
 //     AllowN admits at the instant it returns;
+//   - TimeBounds: filled at time.Time{}, the limiter is full there; filled
+//     at the last instant a time.Time can hold, it says ReadyAt never, and
+//     WaitN fails at once with ErrNeverReady;
 //   - ReadyAt: the answer is not before now, now itself (unchanged) when n
 //     fits, admitted at the returned instant and refused one nanosecond
 //     before it;
@@ -146,6 +149,7 @@ func Run(t *testing.T, opts Options) {
 		{"Edges", (*suite).edges},
 		{"TimeBackwards", (*suite).timeBackwards},
 		{"ExtremeInstants", (*suite).extremeInstants},
+		{"TimeBounds", (*suite).timeBounds},
 		{"ReadyAt", (*suite).readyAt},
 		{"TokensAt", (*suite).tokensAt},
 		{"IdleAt", (*suite).idleAt},

@@ -212,6 +212,41 @@ func (s *suite) extremeInstants(t *testing.T) {
 	}
 }
 
+// timeBounds checks limiters filled at the first and at the last instant a
+// time.Time can hold, both past every limiter's representable range.
+//
+// At the first (time.Time{}), the admissions count like any other: the
+// limiter is full there, and room comes back at the instant ReadyAt gives.
+// At the last, time cannot advance any more: ReadyAt must say never, for
+// that instant and for every earlier one (decided there), and WaitN must
+// fail at once with ErrNeverReady instead of waiting or spinning.
+func (s *suite) timeBounds(t *testing.T) {
+	const limit = 2
+	for _, start := range []time.Time{{}, time.Date(1, 1, 1, 0, 0, 0, 1, time.UTC)} {
+		l := s.newLimiter(t, limit, time.Second)
+		require.Truef(t, l.AllowN(start, limit), "AllowN(%v, limit) on a new limiter", start)
+		assert.Equalf(t, 0, l.TokensAt(start), "TokensAt(%v) after AllowN(%v, limit)", start, start)
+		assert.Falsef(t, l.AllowN(start, 1), "AllowN(%v, 1) after AllowN(%v, limit)", start, start)
+		r, ok := l.ReadyAt(start, 1)
+		require.Truef(t, ok, "ReadyAt(%v, 1) after AllowN(%v, limit): not ok", start, start)
+		require.Truef(t, r.After(start), "ReadyAt(%v, 1) = %v after AllowN(%v, limit): not after now", start, r, start)
+		assert.Truef(t, l.AllowN(r, 1), "AllowN(ReadyAt(%v, 1) = %v, 1) refused", start, r)
+	}
+
+	end := time.Date(9999, 12, 31, 23, 59, 59, 999999999, time.UTC)
+	l := s.newLimiter(t, limit, time.Second)
+	require.True(t, l.AllowN(end, limit), "AllowN(year 9999, limit) on a new limiter")
+	for _, x := range []time.Time{end, end.Add(-time.Hour), time.Now(), {}} {
+		assert.Equalf(t, 0, l.TokensAt(x), "TokensAt(%v) after AllowN(year 9999, limit)", x)
+		assert.Falsef(t, l.AllowN(x, 1), "AllowN(%v, 1) after AllowN(year 9999, limit)", x)
+		r, ok := l.ReadyAt(x, 1)
+		assert.Falsef(t, ok, "ReadyAt(%v, 1) after AllowN(year 9999, limit): ok (at %v), but time cannot advance", x, r)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	assert.ErrorIs(t, l.WaitN(ctx, 1), clock.ErrNeverReady, "WaitN(ctx, 1) after AllowN(year 9999, limit)")
+}
+
 // agreeAt checks at x: TokensAt in [0, limit]; ReadyAt(x, n) is x itself for
 // every n it admits, and for the next n either ok=false or an instant after
 // x at which AllowN admits (that AllowN is made). mustBeOK says ReadyAt must
