@@ -117,9 +117,13 @@ func httpImpls() []httpImpl {
 		},
 		{
 			name: "sethvargo",
-			algo: "httplimit.NewMiddleware over memorystore, IPKeyFunc() (RemoteAddr): token bucket per key",
+			algo: "httplimit.NewMiddleware over memorystore (interval 1 h), IPKeyFunc() (RemoteAddr): token bucket per key",
 			new: func(path string, next http.Handler) http.Handler {
-				s := mustNew(memorystore.New(&memorystore.Config{Tokens: uint64(pick(path, httpAdmitLimit, 1)), Interval: per(path)}))
+				// Admit: one interval of an hour holding more tokens than any
+				// run takes. (memorystore refills max(interval/tokens) tokens
+				// per elapsed interval, so a short interval with many tokens
+				// runs dry after its first refill.)
+				s := mustNew(memorystore.New(&memorystore.Config{Tokens: uint64(pick(path, 1<<40, 1)), Interval: time.Hour}))
 				return mustNew(sethhttp.NewMiddleware(s, sethhttp.IPKeyFunc())).Handle(next)
 			},
 		},
