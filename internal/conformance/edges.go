@@ -161,23 +161,6 @@ func (s *suite) timeBackwards(t *testing.T) {
 	}
 }
 
-// tokensAt checks that AllowN(now, n) admits iff n <= TokensAt(now).
-func (s *suite) tokensAt(t *testing.T) {
-	seed := newSeed(t)
-	rng := newRand(seed, 2)
-	t0 := time.Now()
-	for _, cfg := range s.ruleSets() {
-		l := s.newSet(t, cfg)
-		for i, c := range cfg.calls(rng, 200) {
-			x := t0.Add(time.Duration(c.off))
-			tokens := l.TokensAt(x)
-			require.Truef(t, tokens >= 0 && tokens <= cfg.minLimit(), "seed %d %v call %d: TokensAt(%s) = %d, outside [0, %d]", seed, cfg, i, at(t0, x), tokens, cfg.minLimit())
-			want := c.n == 0 || c.n >= 1 && c.n <= tokens
-			require.Equalf(t, want, l.AllowN(x, c.n), "seed %d %v call %d: AllowN(%s, %d) with TokensAt = %d", seed, cfg, i, at(t0, x), c.n, tokens)
-		}
-	}
-}
-
 // extremeInstants checks that AllowN, TokensAt and ReadyAt agree at the
 // zero instant and at instants far in the past and the future, before and
 // after admissions there, in both orders.

@@ -141,6 +141,23 @@ func replay(t *testing.T, mk func() Limiter, t0 time.Time, calls []call, admitte
 	return l
 }
 
+// tokensAt checks that AllowN(now, n) admits iff n <= TokensAt(now).
+func (s *suite) tokensAt(t *testing.T) {
+	seed := newSeed(t)
+	rng := newRand(seed, 2)
+	t0 := time.Now()
+	for _, cfg := range s.ruleSets() {
+		l := s.newSet(t, cfg)
+		for i, c := range cfg.calls(rng, 200) {
+			x := t0.Add(time.Duration(c.off))
+			tokens := l.TokensAt(x)
+			require.Truef(t, tokens >= 0 && tokens <= cfg.minLimit(), "seed %d %v call %d: TokensAt(%s) = %d, outside [0, %d]", seed, cfg, i, at(t0, x), tokens, cfg.minLimit())
+			want := c.n == 0 || c.n >= 1 && c.n <= tokens
+			require.Equalf(t, want, l.AllowN(x, c.n), "seed %d %v call %d: AllowN(%s, %d) with TokensAt = %d", seed, cfg, i, at(t0, x), c.n, tokens)
+		}
+	}
+}
+
 // readyAt checks ReadyAt on random histories: ok for every n in [1, limit]
 // (the instants stay far inside every representable range), never before
 // now, now itself when n fits now, otherwise an instant at which a twin with
