@@ -46,7 +46,13 @@ func Window(l *window.Limiter) Limiter { return newOne(l, l != nil) }
 
 func (o *one[L]) Rules() []Rule { return o.rules }
 
-func (o *one[L]) Decide(_ context.Context, _ string, now time.Time, cost int) (Decision, error) {
+func (o *one[L]) Decide(_ context.Context, key string, now time.Time, cost int) (Decision, error) {
+	d, _ := o.decide(key, now, cost)
+	d = o.fill(d, key, now)
+	return d, nil
+}
+
+func (o *one[L]) decide(_ string, now time.Time, cost int) (Decision, error) {
 	var d Decision
 	if cost < 0 || cost > o.limit {
 		d.Reason = Never
@@ -56,7 +62,6 @@ func (o *one[L]) Decide(_ context.Context, _ string, now time.Time, cost int) (D
 		d.Reason = OverLimit
 		d.RetryAt, _ = o.l.ReadyAt(now, cost)
 	}
-	o.quota(&d, now)
 	return d, nil
 }
 
@@ -72,6 +77,11 @@ func (o *one[L]) Check(_ context.Context, _ string, now time.Time, cost int) (De
 	}
 	o.quota(&d, now)
 	return d, nil
+}
+
+func (o *one[L]) fill(d Decision, _ string, now time.Time) Decision {
+	o.quota(&d, now)
+	return d
 }
 
 func (o *one[L]) quota(d *Decision, now time.Time) {
@@ -138,7 +148,13 @@ func Approx(l *multi.Approx) Limiter { return newMany(l, l != nil, 2) }
 
 func (m *many[L]) Rules() []Rule { return m.rules }
 
-func (m *many[L]) Decide(_ context.Context, _ string, now time.Time, cost int) (Decision, error) {
+func (m *many[L]) Decide(_ context.Context, key string, now time.Time, cost int) (Decision, error) {
+	d, _ := m.decide(key, now, cost)
+	d = m.fill(d, key, now)
+	return d, nil
+}
+
+func (m *many[L]) decide(_ string, now time.Time, cost int) (Decision, error) {
 	var d Decision
 	if cost < 0 || cost > m.limit {
 		d.Reason = Never
@@ -148,7 +164,6 @@ func (m *many[L]) Decide(_ context.Context, _ string, now time.Time, cost int) (
 		d.Reason = OverLimit
 		d.RetryAt, _ = m.l.ReadyAt(now, cost)
 	}
-	m.quota(&d, now)
 	return d, nil
 }
 
@@ -164,6 +179,11 @@ func (m *many[L]) Check(_ context.Context, _ string, now time.Time, cost int) (D
 	}
 	m.quota(&d, now)
 	return d, nil
+}
+
+func (m *many[L]) fill(d Decision, _ string, now time.Time) Decision {
+	m.quota(&d, now)
+	return d
 }
 
 func (m *many[L]) quota(d *Decision, now time.Time) {

@@ -45,6 +45,15 @@ type perKey[L keyed.PerKey] struct {
 func (p *perKey[L]) Rules() []Rule { return p.rules }
 
 func (p *perKey[L]) Decide(_ context.Context, key string, now time.Time, cost int) (Decision, error) {
+	d, err := p.decide(key, now, cost)
+	if err != nil {
+		return Decision{}, err
+	}
+	p.quota(&d, key, now)
+	return d, nil
+}
+
+func (p *perKey[L]) decide(key string, now time.Time, cost int) (Decision, error) {
 	var d Decision
 	ok, err := p.k.Decide(key, now, cost)
 	switch {
@@ -64,7 +73,6 @@ func (p *perKey[L]) Decide(_ context.Context, key string, now time.Time, cost in
 	default:
 		return Decision{}, err
 	}
-	p.quota(&d, key, now)
 	return d, nil
 }
 
@@ -82,6 +90,11 @@ func (p *perKey[L]) Check(_ context.Context, key string, now time.Time, cost int
 	}
 	p.quota(&d, key, now)
 	return d, nil
+}
+
+func (p *perKey[L]) fill(d Decision, key string, now time.Time) Decision {
+	p.quota(&d, key, now)
+	return d
 }
 
 func (p *perKey[L]) quota(d *Decision, key string, now time.Time) {

@@ -122,3 +122,12 @@ type Checker interface {
 	// Decision's Quota reports the state before any admission.
 	Check(ctx context.Context, key string, now time.Time, cost int) (Decision, error)
 }
+
+// lazy is implemented by the adapters of this package: Decide without the
+// per-rule quota (NumQuota 0), and the quota on demand, so that the
+// middleware skips computing it for an admitted request whose response
+// carries no fields. Only this package's types can implement it.
+type lazy interface {
+	decide(key string, now time.Time, cost int) (Decision, error)
+	fill(d Decision, key string, now time.Time) Decision
+}

@@ -28,6 +28,7 @@ import (
 //     fail closed with 503 by default, or fail open (the request passes).
 type Middleware struct {
 	lim    Limiter
+	lazy   lazy // lim, if it is one of this package's adapters
 	rules  []Rule
 	names  []string
 	policy []string // the RateLimit-Policy value, shared (capacity 1)
@@ -177,6 +178,7 @@ func New(l Limiter, opts ...Option) (*Middleware, error) {
 		return nil, fmt.Errorf("httplimit: OnLimiterError: unknown failure policy %d", m.failure)
 	}
 	m.policy = []string{policyValue(m.names, m.rules)}[:1:1]
+	m.lazy, _ = l.(lazy)
 	return m, nil
 }
 
@@ -212,7 +214,17 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 		cost = m.cost(r)
 	}
 	now := m.now()
-	d, err := m.lim.Decide(r.Context(), key, now, cost)
+	var d Decision
+	if m.lazy != nil {
+		// The quota is computed only when the response can use it: for
+		// every refusal (the hooks see it), and for an admission that
+		// carries the fields.
+		if d, err = m.lazy.decide(key, now, cost); err == nil && (!d.Allowed || m.fields == FieldsAlways) {
+			d = m.lazy.fill(d, key, now)
+		}
+	} else {
+		d, err = m.lim.Decide(r.Context(), key, now, cost)
+	}
 	if err != nil {
 		if m.onError != nil {
 			m.onError(r, err)

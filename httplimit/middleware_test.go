@@ -258,3 +258,19 @@ func TestAllocations(t *testing.T) {
 		assert.LessOrEqual(t, allocs, tt.max, tt.name)
 	}
 }
+
+// With the fields off, an admission skips the quota, but the hooks still see
+// it on every refusal.
+func TestQuotaOnRefusalWithFieldsOff(t *testing.T) {
+	var got []httplimit.Decision
+	h, c := newMW(t, httplimit.Ring(mustRing(t, 2, time.Second)), httplimit.SendFields(httplimit.FieldsOff),
+		httplimit.OnRefusal(func(r *http.Request, key string, d httplimit.Decision) { got = append(got, d) }))
+	assert.Equal(t, 200, get(h, c, 0).Code)
+	assert.Equal(t, 200, get(h, c, 0).Code)
+	w := get(h, c, 0)
+	assert.Equal(t, 429, w.Code)
+	assert.Empty(t, w.Header().Get("RateLimit"))
+	require.Len(t, got, 1)
+	assert.Equal(t, 1, got[0].NumQuota)
+	assert.Equal(t, httplimit.Quota{Remaining: 0, Reset: time.Second}, got[0].Quota[0])
+}
