@@ -23,13 +23,7 @@ func conformanceOptions(newLimiter func(limit int, window time.Duration) (confor
 	return opts
 }
 
-func newLockFree(limit int, window time.Duration) (conformance.Limiter, error) {
-	l, err := New(limit, window)
-	if err != nil {
-		return nil, err
-	}
-	return l, nil
-}
+var newLockFree = conformance.Adapt(New)
 
 func newMutexTwin(limit int, window time.Duration) (conformance.Limiter, error) {
 	return newMutex(limit, window), nil

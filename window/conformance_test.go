@@ -26,21 +26,10 @@ func conformanceOptions(newLimiter func(limit int, window time.Duration) (confor
 func constructLockFree(limit int, window time.Duration) (any, error) { return New(limit, window) }
 func constructMutex(limit int, window time.Duration) (any, error)    { return newMutex(limit, window) }
 
-func newLockFree(limit int, window time.Duration) (conformance.Limiter, error) {
-	l, err := New(limit, window)
-	if err != nil {
-		return nil, err
-	}
-	return l, nil
-}
-
-func newMutexTwin(limit int, window time.Duration) (conformance.Limiter, error) {
-	m, err := newMutex(limit, window)
-	if err != nil {
-		return nil, err
-	}
-	return m, nil
-}
+var (
+	newLockFree  = conformance.Adapt(New)
+	newMutexTwin = conformance.Adapt(newMutex)
+)
 
 // TestConformance runs the shared contract on the lock-free limiter and on
 // its mutex twin.

@@ -126,6 +126,18 @@ type Options struct {
 	Skip map[string]string
 }
 
+// Adapt turns a constructor of a concrete limiter type into the shape of
+// Options.New, returning a nil Limiter (not a typed nil) with an error.
+func Adapt[L Limiter](newLimiter func(limit int, window time.Duration) (L, error)) func(limit int, window time.Duration) (Limiter, error) {
+	return func(limit int, window time.Duration) (Limiter, error) {
+		l, err := newLimiter(limit, window)
+		if err != nil {
+			return nil, err
+		}
+		return l, nil
+	}
+}
+
 // check is one named part of the contract.
 type check struct {
 	name string

@@ -136,21 +136,17 @@ func (s *suite) timeBackwards(t *testing.T) {
 	// Random histories: before each call at an instant q earlier than the
 	// latest admitted one L, TokensAt(q) <= TokensAt(L), and an admission at
 	// q fits TokensAt(L).
-	seed := newSeed(t)
-	rng := newRand(seed, 1)
-	sets := s.ruleSets()
-	for trial := range 40 {
-		cfg := sets[trial%len(sets)]
-		l := s.newSet(t, cfg)
+	s.trials(t, 1, 40, func(tr trial) {
+		l := s.newSet(t, tr.cfg)
 		latest, admitted := int64(0), false
-		for i, c := range cfg.calls(rng, 60) {
-			x := t0.Add(time.Duration(c.off))
+		for i, c := range tr.cfg.calls(tr.rng, 60) {
+			x := tr.t0.Add(time.Duration(c.off))
 			if admitted && c.off < latest {
-				L := t0.Add(time.Duration(latest))
+				L := tr.t0.Add(time.Duration(latest))
 				room := l.TokensAt(L)
-				assert.LessOrEqualf(t, l.TokensAt(x), room, "seed %d trial %d %v call %d: TokensAt(%s) must not exceed TokensAt(%s), the latest admission", seed, trial, cfg, i, at(t0, x), at(t0, L))
+				assert.LessOrEqualf(t, l.TokensAt(x), room, "%v call %d: TokensAt(%s) must not exceed TokensAt(%s), the latest admission", tr, i, at(tr.t0, x), at(tr.t0, L))
 				if l.AllowN(x, c.n) && c.n > 0 {
-					require.LessOrEqualf(t, c.n, room, "seed %d trial %d %v call %d: AllowN(%s, %d) admitted a stale call above TokensAt(%s) = %d", seed, trial, cfg, i, at(t0, x), c.n, at(t0, L), room)
+					require.LessOrEqualf(t, c.n, room, "%v call %d: AllowN(%s, %d) admitted a stale call above TokensAt(%s) = %d", tr, i, at(tr.t0, x), c.n, at(tr.t0, L), room)
 				}
 				continue
 			}
@@ -158,7 +154,7 @@ func (s *suite) timeBackwards(t *testing.T) {
 				latest, admitted = max(latest, c.off), true
 			}
 		}
-	}
+	})
 }
 
 // extremeInstants checks that AllowN, TokensAt and ReadyAt agree at the

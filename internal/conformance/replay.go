@@ -60,6 +60,33 @@ func (s *suite) ruleSets() []ruleSet {
 	return out
 }
 
+// trial is one random history: its number, its configuration, its generator
+// and the seed to report, and the instant its offsets count from.
+type trial struct {
+	num  int
+	cfg  ruleSet
+	rng  *rand.Rand
+	seed uint64
+	t0   time.Time
+}
+
+func (tr trial) String() string { return fmt.Sprintf("seed %d trial %d %v", tr.seed, tr.num, tr.cfg) }
+
+// trials runs f count times, cycling through the rule sets, with a generator
+// for stream seeded from a logged seed.
+func (s *suite) trials(t *testing.T, stream uint64, count int, f func(tr trial)) {
+	t.Helper()
+	seed := newSeed(t)
+	rng := newRand(seed, stream)
+	sets := s.ruleSets()
+	if count == 0 {
+		count = len(sets)
+	}
+	for i := range count {
+		f(trial{num: i, cfg: sets[i%len(sets)], rng: rng, seed: seed, t0: time.Now()})
+	}
+}
+
 // newSet returns a new limiter for rs or stops the test.
 func (s *suite) newSet(t testing.TB, rs ruleSet) Limiter {
 	t.Helper()
@@ -143,19 +170,16 @@ func replay(t *testing.T, mk func() Limiter, t0 time.Time, calls []call, admitte
 
 // tokensAt checks that AllowN(now, n) admits iff n <= TokensAt(now).
 func (s *suite) tokensAt(t *testing.T) {
-	seed := newSeed(t)
-	rng := newRand(seed, 2)
-	t0 := time.Now()
-	for _, cfg := range s.ruleSets() {
-		l := s.newSet(t, cfg)
-		for i, c := range cfg.calls(rng, 200) {
-			x := t0.Add(time.Duration(c.off))
+	s.trials(t, 2, 0, func(tr trial) {
+		l := s.newSet(t, tr.cfg)
+		for i, c := range tr.cfg.calls(tr.rng, 200) {
+			x := tr.t0.Add(time.Duration(c.off))
 			tokens := l.TokensAt(x)
-			require.Truef(t, tokens >= 0 && tokens <= cfg.minLimit(), "seed %d %v call %d: TokensAt(%s) = %d, outside [0, %d]", seed, cfg, i, at(t0, x), tokens, cfg.minLimit())
+			require.Truef(t, tokens >= 0 && tokens <= tr.cfg.minLimit(), "%v call %d: TokensAt(%s) = %d, outside [0, %d]", tr, i, at(tr.t0, x), tokens, tr.cfg.minLimit())
 			want := c.n == 0 || c.n >= 1 && c.n <= tokens
-			require.Equalf(t, want, l.AllowN(x, c.n), "seed %d %v call %d: AllowN(%s, %d) with TokensAt = %d", seed, cfg, i, at(t0, x), c.n, tokens)
+			require.Equalf(t, want, l.AllowN(x, c.n), "%v call %d: AllowN(%s, %d) with TokensAt = %d", tr, i, at(tr.t0, x), c.n, tokens)
 		}
-	}
+	})
 }
 
 // readyAt checks ReadyAt on random histories: ok for every n in [1, limit]
@@ -164,25 +188,21 @@ func (s *suite) tokensAt(t *testing.T) {
 // the same history admits n and one nanosecond before which another twin
 // refuses it.
 func (s *suite) readyAt(t *testing.T) {
-	seed := newSeed(t)
-	rng := newRand(seed, 3)
-	t0 := time.Now()
-	sets := s.ruleSets()
-	for trial := range 60 {
-		cfg := sets[trial%len(sets)]
-		mk := func() Limiter { return s.newSet(t, cfg) }
+	s.trials(t, 3, 60, func(tr trial) {
+		t0 := tr.t0
+		mk := func() Limiter { return s.newSet(t, tr.cfg) }
 		l := mk()
-		calls := cfg.calls(rng, 1+rng.IntN(25))
+		calls := tr.cfg.calls(tr.rng, 1+tr.rng.IntN(25))
 		admitted := make([]bool, len(calls))
 		for i, c := range calls {
 			admitted[i] = l.AllowN(t0.Add(time.Duration(c.off)), c.n)
 		}
-		w := int64(cfg.maxWindow())
-		q := calls[len(calls)-1].off + rng.Int64N(3*w+1) - w
+		w := int64(tr.cfg.maxWindow())
+		q := calls[len(calls)-1].off + tr.rng.Int64N(3*w+1) - w
 		now := t0.Add(time.Duration(q))
 		tokens := l.TokensAt(now)
-		for n := 1; n <= cfg.minLimit(); n++ {
-			where := fmt.Sprintf("seed %d trial %d %v after %v: ReadyAt(%s, %d)", seed, trial, cfg, calls, at(t0, now), n)
+		for n := 1; n <= tr.cfg.minLimit(); n++ {
+			where := fmt.Sprintf("%v after %v: ReadyAt(%s, %d)", tr, calls, at(t0, now), n)
 			r, ok := l.ReadyAt(now, n)
 			require.Truef(t, ok, "%s: not ok", where)
 			require.Falsef(t, r.Before(now), "%s = %s: before now", where, at(t0, r))
@@ -194,7 +214,7 @@ func (s *suite) readyAt(t *testing.T) {
 			require.Truef(t, replay(t, mk, t0, calls, admitted).AllowN(r, n), "%s = %s: a twin with the same history refuses n there", where, at(t0, r))
 			require.Falsef(t, replay(t, mk, t0, calls, admitted).AllowN(r.Add(-1), n), "%s = %s: a twin with the same history admits n one nanosecond before", where, at(t0, r))
 		}
-	}
+	})
 }
 
 // idleAt checks that IdleAt is true after a gap of two windows beyond every
@@ -204,33 +224,28 @@ func (s *suite) idleAt(t *testing.T) {
 	if _, ok := s.newLimiter(t, 1, 1).(Idler); !ok {
 		t.Skip("the type does not implement IdleAt")
 	}
-	seed := newSeed(t)
-	rng := newRand(seed, 4)
-	t0 := time.Now()
-	sets := s.ruleSets()
-	for trial := range 40 {
-		cfg := sets[trial%len(sets)]
-		l := s.newSet(t, cfg)
+	s.trials(t, 4, 40, func(tr trial) {
+		t0 := tr.t0
+		l := s.newSet(t, tr.cfg)
 		var hi int64 // the latest instant used
 		for round := range 4 {
-			for _, c := range cfg.calls(rng, 1+rng.IntN(20)) {
+			for _, c := range tr.cfg.calls(tr.rng, 1+tr.rng.IntN(20)) {
 				c.off += hi
 				l.AllowN(t0.Add(time.Duration(c.off)), c.n)
 				hi = max(hi, c.off)
 			}
-			x := hi + 2*int64(cfg.maxWindow()) + rng.Int64N(3)
-			where := fmt.Sprintf("seed %d trial %d round %d %v", seed, trial, round, cfg)
+			x := hi + 2*int64(tr.cfg.maxWindow()) + tr.rng.Int64N(3)
+			where := fmt.Sprintf("%v round %d", tr, round)
 			require.Truef(t, l.(Idler).IdleAt(t0.Add(time.Duration(x))), "%s: IdleAt(t0%+dns), two windows after every instant used", where, x)
-			fresh := s.newSet(t, cfg)
-			cont := cfg.calls(rng, 20)
-			for i, c := range cont {
+			fresh := s.newSet(t, tr.cfg)
+			for i, c := range tr.cfg.calls(tr.rng, 20) {
 				c.off = x + max(c.off, 0)
 				now := t0.Add(time.Duration(c.off))
 				sameAnswers(t, l, fresh, t0, now, c.n, fmt.Sprintf("%s: after IdleAt(t0%+dns), call %d", where, x, i))
 				hi = max(hi, c.off)
 			}
 		}
-	}
+	})
 }
 
 // sameAnswers checks that a and b give the same TokensAt, ReadyAt and AllowN
@@ -248,15 +263,11 @@ func sameAnswers(t *testing.T, a, b Limiter, t0, now time.Time, n int, where str
 // queries, a twin only the calls the first admitted, and checks that both
 // then answer every call alike.
 func (s *suite) refusalWritesNothing(t *testing.T) {
-	seed := newSeed(t)
-	rng := newRand(seed, 5)
-	t0 := time.Now()
-	sets := s.ruleSets()
-	for trial := range 40 {
-		cfg := sets[trial%len(sets)]
-		l := s.newSet(t, cfg)
-		twin := s.newSet(t, cfg)
-		calls := cfg.calls(rng, 60)
+	s.trials(t, 5, 40, func(tr trial) {
+		t0 := tr.t0
+		l := s.newSet(t, tr.cfg)
+		twin := s.newSet(t, tr.cfg)
+		calls := tr.cfg.calls(tr.rng, 60)
 		var last int64
 		for _, c := range calls {
 			now := t0.Add(time.Duration(c.off))
@@ -270,11 +281,11 @@ func (s *suite) refusalWritesNothing(t *testing.T) {
 			}
 			last = c.off
 		}
-		for i, c := range cfg.calls(rng, 30) {
+		for i, c := range tr.cfg.calls(tr.rng, 30) {
 			now := t0.Add(time.Duration(last + c.off))
-			sameAnswers(t, l, twin, t0, now, c.n, fmt.Sprintf("seed %d trial %d %v, continuation call %d", seed, trial, cfg, i))
+			sameAnswers(t, l, twin, t0, now, c.n, fmt.Sprintf("%v, continuation call %d", tr, i))
 		}
-	}
+	})
 }
 
 // oracleOneRule replays random sequences through the limiter and the oracle
