@@ -39,7 +39,7 @@ esac
 
 if [[ $mode == full ]]; then
 	count=10 benchtime=200ms cpus=1,2
-	keyed_small='^keys=(1|1000|100000)$/^order=(random|zipf|seq)$/^path=(mixed|deny)$'
+	keyed_small='^keys=(1000|100000)$/^order=(random|zipf|seq)$/^path=(mixed|deny)$'
 	big_stores='.*' big_orders='random|zipf'
 	lat_flags=()
 else
