@@ -233,7 +233,7 @@ func (l *Limiter) IdleAt(now time.Time) bool {
 	if l.rule.Limit == 0 {
 		return true
 	}
-	a, _, _ := l.snapshot()
+	a, _ := l.snapshot()
 	return l.rule.Idle(startOf(a), l.base.Offset(now))
 }
 
@@ -277,19 +277,19 @@ func (l *Limiter) allow(off int64, n int) bool {
 		if l.at.Load() != a {
 			continue
 		}
-		ci := c
 		if (c>>genShift)&1 != a&1 {
-			ci = install(a, c)
+			// Start has moved and its counters are not installed yet:
+			// install them before deciding anything (see snapshot).
+			l.cnt.CompareAndSwap(c, install(a, c))
+			continue
 		}
 		// rule.View, written out: it is over the inlining budget.
 		t := max(t0, startOf(a))
-		ws, p, q, adv := l.rule.Step(startOf(a), prevOf(ci), currOf(ci), t)
+		ws, p, q, adv := l.rule.Step(startOf(a), prevOf(c), currOf(c), t)
 		if !l.rule.Fits(p, q, t-ws, k) {
 			return false
 		}
 		switch {
-		case c != ci: // counters not installed for start yet
-			l.cnt.CompareAndSwap(c, ci)
 		case adv == twocount.Roll:
 			l.at.CompareAndSwap(a, packAt(ws, true, a&1^1))
 		case adv == twocount.Anchor:
@@ -302,29 +302,32 @@ func (l *Limiter) allow(off int64, n int) bool {
 	}
 }
 
-// snapshot returns the window word a, the count word c read while at held a,
-// and ci, the counters installed for a's start: c itself, or what install
-// computes from c when start has moved and its counters are not installed
-// yet. Reading at twice suffices: start only increases, so at never returns
-// to an earlier value, and c was read while at held a.
-func (l *Limiter) snapshot() (a, c, ci uint64) {
+// snapshot returns the window word a and the count word c, read while at
+// held a and installed for a's start. A caller that finds start moved and
+// its counters not installed yet installs them first (whoever it is, a
+// reader too): so every decision is made on installed counters, and an
+// increment decided on the window before the move can land only while no
+// one has decided on the window after it (docs/window.md, "Races"). Reading
+// at twice suffices: start only increases, so at never returns to an
+// earlier value, and c was read while at held a.
+func (l *Limiter) snapshot() (a, c uint64) {
 	for {
 		a = l.at.Load()
 		c = l.cnt.Load()
-		if l.at.Load() == a {
-			break
+		if l.at.Load() != a {
+			continue
 		}
+		if (c>>genShift)&1 == a&1 {
+			return a, c
+		}
+		l.cnt.CompareAndSwap(c, install(a, c))
 	}
-	if (c>>genShift)&1 != a&1 {
-		return a, c, install(a, c)
-	}
-	return a, c, c
 }
 
 // view returns the instant t offset off is decided at, and the window start
 // and counters in effect at t.
 func (l *Limiter) view(off int64) (t, ws, p, c int64) {
-	a, _, ci := l.snapshot()
+	a, ci := l.snapshot()
 	t, ws, p, c, _ = l.rule.View(startOf(a), prevOf(ci), currOf(ci), off)
 	return t, ws, p, c
 }
