@@ -252,14 +252,14 @@ func (l *Limiter) WaitN(ctx context.Context, n int) error {
 
 // allow is AllowN on an offset from base.
 //
-// Each round takes a consistent snapshot of both words and decides on it. A
-// call that does not fit returns without writing. A call that fits first
-// brings the state up to its instant, one step per round: install the
-// counters of a start that has moved (pending), or move start (rollover or
-// new anchor); then it adds n to curr. Every write is a compare-and-swap
-// against the snapshot, so a round whose snapshot went stale writes nothing
-// and retries. (A call can move start and then find the room taken: see
-// docs/window.md, "Races".)
+// Each round takes a consistent snapshot of both words; when start has moved
+// and its counters are not installed yet, it installs them and starts again,
+// so it always decides on installed counters. A call that does not fit
+// returns without writing. A call that fits first brings the state up to its
+// instant (a rollover or a new anchor, one compare-and-swap on at), then adds
+// n to curr. Every write is a compare-and-swap against the snapshot, so a
+// round whose snapshot went stale writes nothing and retries. (A call can
+// move start and then find the room taken: see docs/window.md, "Races".)
 func (l *Limiter) allow(off int64, n int) bool {
 	if n <= 0 {
 		return n == 0
