@@ -230,7 +230,7 @@ func (k *Limiter[K, L]) Len() int {
 	return int(k.n.Load())
 }
 
-// Range calls f for each key, until f returns false.
+// Range calls f for each key, until f returns false. A nil f panics.
 //
 // Like sync.Map's Range, it does not correspond to a consistent snapshot: no
 // key is visited twice, a key present for the whole call is visited once,
