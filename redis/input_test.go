@@ -1,6 +1,7 @@
 package redis_test
 
 import (
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -89,7 +90,7 @@ func TestBadInput(t *testing.T) {
 		}
 		require.Equal(t, "0", dbsize(), "exact %v: a bad call wrote something", exact)
 
-		for _, n := range []int{4, 6, 1 << 40} {
+		for _, n := range []int{4, 6, math.MaxInt} {
 			d, err := l.AllowN(t.Context(), "k", now, n)
 			require.NoError(t, err)
 			require.False(t, d.Allowed, "n %d", n)
