@@ -1,6 +1,7 @@
 package conformance
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"sync"
@@ -182,16 +183,28 @@ func (s *suite) outside(t *testing.T, seed uint64, rules []Rule, l Limiter) {
 		clk.Add(2*maxW + 1)
 	}
 
+	// The windows to try end at each admission's hi. An admission inside
+	// (u-W, u] has lo > u-W, so hi > u-W too: with the admissions sorted by
+	// hi, the candidates for u are a run ending at u's own.
+	slices.SortFunc(admitted, func(a, b interval) int { return cmp.Compare(a.hi, b.hi) })
 	for _, r := range rules {
 		bound := r.Limit
 		if s.Kind == Approx {
 			bound = 2*r.Limit - 1
 		}
 		w := int64(r.Window)
-		for _, end := range admitted {
-			u, sum := end.hi, 0
-			for _, a := range admitted {
-				if a.lo > u-w && a.hi <= u {
+		first := 0 // the first admission with hi > u-W
+		for j := range admitted {
+			u := admitted[j].hi
+			if j+1 < len(admitted) && admitted[j+1].hi == u {
+				continue // the window ending at u also holds the next one
+			}
+			for admitted[first].hi <= u-w {
+				first++
+			}
+			sum := 0
+			for _, a := range admitted[first : j+1] {
+				if a.lo > u-w {
 					sum += a.n
 				}
 			}
