@@ -220,6 +220,7 @@ func (s *suite) timeBounds(t *testing.T) {
 		assert.Falsef(t, l.AllowN(x, 1), "AllowN(%v, 1) after AllowN(year 9999, limit)", x)
 		r, ok := l.ReadyAt(x, 1)
 		assert.Falsef(t, ok, "ReadyAt(%v, 1) after AllowN(year 9999, limit): ok (at %v), but time cannot advance", x, r)
+		assert.Equalf(t, time.Time{}, r, "ReadyAt(%v, 1) after AllowN(year 9999, limit): the instant with ok=false", x)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
