@@ -15,11 +15,11 @@ import (
 
 // MaxApproxLimit is the largest limit a rule of NewApprox may have; it is
 // window.MaxLimit.
-const MaxApproxLimit = 1<<20 - 1
+const MaxApproxLimit = 1<<20 - 1 // 1,048,575
 
 // MaxApproxWindow is the longest window a rule of NewApprox may have, 2^57 ns
 // (about 4.6 years); it is window.MaxWindow.
-const MaxApproxWindow time.Duration = 1 << 57
+const MaxApproxWindow time.Duration = 1 << 57 // 144,115,188,075,855,872ns
 
 // Approx and package window share the arithmetic and its limits (array
 // lengths must be non-negative).
@@ -60,11 +60,12 @@ var (
 // life), and a refused call writes nothing shared. The zero value refuses
 // every call of cost 1 or more; use NewApprox. An Approx must not be copied
 // after first use.
-//
-// Its state is a series of immutable snapshots of every rule's counters, the
-// current one named by a head word and replaced by one compare-and-swap per
-// admission; the fields below and docs/multi.md give the protocol.
 type Approx struct {
+	// The state is a series of immutable snapshots of every rule's
+	// counters, the current one named by head and replaced by one
+	// compare-and-swap per admission; the comment after this type and
+	// docs/multi.md give the protocol.
+	//
 	// head is tag<<idxBits | idx: slot idx holds the current snapshot,
 	// written with version tag. Written only by compare-and-swap.
 	head atomic.Uint64

@@ -18,8 +18,9 @@
 // Each flavour takes one linearization point per decision: the exact one a
 // compare-and-swap on the shared log (all rules read the same log), the
 // approximate one a compare-and-swap on a head word that names an immutable
-// snapshot of every rule's counters. docs/multi.md gives both protocols and
-// the all-or-nothing argument.
+// snapshot of every rule's counters. The repository's documentation of multi
+// (linked from its README) gives both protocols and the all-or-nothing
+// argument.
 //
 // The order of the rules does not matter to any decision; per-rule answers
 // (Rules, RemainingAt) come back in the order given to the constructor.
@@ -39,26 +40,39 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/slidelimit/slidelimit"
 	"github.com/slidelimit/slidelimit/internal/clock"
 	"github.com/slidelimit/slidelimit/internal/slidelog"
 )
 
-// MaxLimit is the largest limit a rule may have: 2^30 on 64-bit platforms,
-// 2^26 on 32-bit ones. The exact flavour allocates 8 bytes per unit of the
+// MaxLimit is the largest limit a rule of New may have: 2^30 on 64-bit
+// platforms, 2^26 on 32-bit ones. New allocates 8 bytes per unit of the
 // largest limit.
-const MaxLimit = slidelog.MaxLimit
+const MaxLimit = 1 << (26 + 4*(^uint(0)>>63)) // 1,073,741,824 on 64-bit platforms, 67,108,864 on 32-bit ones
 
-// MaxWindow is the longest window a rule may have, about 36 years.
-const MaxWindow = time.Duration(slidelog.MaxWindow)
+// MaxWindow is the longest window a rule of New may have, 2^60 ns (about 36
+// years).
+const MaxWindow time.Duration = 1 << 60 // 1,152,921,504,606,846,976ns
+
+// The exact flavour's limits are the log's (array lengths must be
+// non-negative).
+var (
+	_ [MaxLimit - slidelog.MaxLimit]struct{}
+	_ [slidelog.MaxLimit - MaxLimit]struct{}
+	_ [MaxWindow - slidelog.MaxWindow]struct{}
+	_ [slidelog.MaxWindow - MaxWindow]struct{}
+)
 
 // ErrNeverReady is wrapped by the error WaitN returns for an n that can never
-// be admitted (negative, or above the smallest limit; for the exact flavour
-// also one that does not fit at the latest instant it can represent).
-var ErrNeverReady = clock.ErrNeverReady
+// be admitted: negative, above the smallest limit, or not fitting at the
+// latest instant the limiter can represent. It is the module's
+// [slidelimit.ErrNeverReady], so errors.Is matches either.
+var ErrNeverReady = slidelimit.ErrNeverReady
 
 // ErrDeadline is wrapped by the error WaitN returns, without waiting, when the
-// context's deadline falls before the instant n could be admitted.
-var ErrDeadline = clock.ErrDeadline
+// context's deadline falls before the instant n could be admitted. It is the
+// module's [slidelimit.ErrDeadline].
+var ErrDeadline = slidelimit.ErrDeadline
 
 // Rule is one limit: at most Limit units of cost per Window.
 type Rule struct {

@@ -15,7 +15,8 @@
 // reads. Under concurrency every admission takes effect at one instant, in
 // one order, at its own caller's instant (clamped as below): whatever other
 // goroutines ask or are refused meanwhile changes no decision.
-// docs/ring.md gives the algorithm, the concurrency protocol and the proofs.
+// The algorithm, the concurrency protocol and the proofs are in the
+// repository's documentation of ring (linked from its README).
 //
 // Every method takes the instant it decides at (AllowN, TokensAt, ReadyAt,
 // IdleAt); Allow and Wait read the clock themselves. Instants are compared
@@ -39,25 +40,36 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/slidelimit/slidelimit"
 	"github.com/slidelimit/slidelimit/internal/clock"
 	"github.com/slidelimit/slidelimit/internal/slidelog"
 )
 
 // MaxLimit is the largest limit New accepts: 2^30 on 64-bit platforms, 2^26
 // on 32-bit ones. Memory is 8 bytes per unit of limit, allocated in New.
-const MaxLimit = slidelog.MaxLimit
+const MaxLimit = 1 << (26 + 4*(^uint(0)>>63)) // 1,073,741,824 on 64-bit platforms, 67,108,864 on 32-bit ones
 
-// MaxWindow is the longest window New accepts, about 36 years.
-const MaxWindow = time.Duration(slidelog.MaxWindow)
+// MaxWindow is the longest window New accepts, 2^60 ns (about 36 years).
+const MaxWindow time.Duration = 1 << 60 // 1,152,921,504,606,846,976ns
+
+// ring's limits are the log's (array lengths must be non-negative).
+var (
+	_ [MaxLimit - slidelog.MaxLimit]struct{}
+	_ [slidelog.MaxLimit - MaxLimit]struct{}
+	_ [MaxWindow - slidelog.MaxWindow]struct{}
+	_ [slidelog.MaxWindow - MaxWindow]struct{}
+)
 
 // ErrNeverReady is wrapped by the error WaitN returns for an n that can never
 // be admitted: negative, above the limit, or not fitting in a window that
-// stays full at the latest representable instant.
-var ErrNeverReady = clock.ErrNeverReady
+// stays full at the latest representable instant. It is the module's
+// [slidelimit.ErrNeverReady], so errors.Is matches either.
+var ErrNeverReady = slidelimit.ErrNeverReady
 
 // ErrDeadline is wrapped by the error WaitN returns, without waiting, when the
-// context's deadline falls before the instant n could be admitted.
-var ErrDeadline = clock.ErrDeadline
+// context's deadline falls before the instant n could be admitted. It is the
+// module's [slidelimit.ErrDeadline].
+var ErrDeadline = slidelimit.ErrDeadline
 
 // Limiter is an exact sliding-log limiter. It is safe for concurrent use by
 // multiple goroutines; decisions are lock-free and allocation-free.

@@ -16,10 +16,11 @@
 // The estimate is approximate: it can let through up to 2*limit-1 in some
 // window of length W (and, for calls made one at a time, at most
 // max(limit, 2*limit-2)); on ordinary traffic it stays close to limit.
-// docs/window.md gives the proof, the construction that reaches the bound and
-// measured errors against the exact sliding log of package ring. Use ring
-// when the limit must hold in every window; use window when a limiter must
-// cost a few words of memory whatever the limit.
+// The repository's documentation of window (linked from its README) gives the
+// proof, the construction that reaches the bound and measured errors against
+// the exact sliding log of package ring. Use ring when the limit must hold in
+// every window; use window when a limiter must cost a few words of memory
+// whatever the limit.
 //
 // Windows are aligned to the limiter itself, not to the wall clock: the first
 // admission into an idle limiter (one with nothing admitted in its current or
@@ -48,25 +49,29 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/slidelimit/slidelimit"
 	"github.com/slidelimit/slidelimit/internal/clock"
 	"github.com/slidelimit/slidelimit/internal/twocount"
 )
 
 // MaxLimit is the largest limit New accepts (each counter is 20 bits wide).
 // multi.MaxApproxLimit is the same.
-const MaxLimit = 1<<20 - 1
+const MaxLimit = 1<<20 - 1 // 1,048,575
 
 // MaxWindow is the longest window New accepts, 2^57 ns (about 4.6 years).
 // multi.MaxApproxWindow is the same.
-const MaxWindow time.Duration = 1 << 57
+const MaxWindow time.Duration = 1 << 57 // 144,115,188,075,855,872ns
 
 // ErrNeverReady is wrapped by the error WaitN returns for an n that can never
-// be admitted (negative, or above the limit).
-var ErrNeverReady = clock.ErrNeverReady
+// be admitted: negative, above the limit, or not fitting at the last instant
+// the limiter can tell apart. It is the module's [slidelimit.ErrNeverReady],
+// so errors.Is matches either.
+var ErrNeverReady = slidelimit.ErrNeverReady
 
 // ErrDeadline is wrapped by the error WaitN returns, without waiting, when the
-// context's deadline falls before the instant n could be admitted.
-var ErrDeadline = clock.ErrDeadline
+// context's deadline falls before the instant n could be admitted. It is the
+// module's [slidelimit.ErrDeadline].
+var ErrDeadline = slidelimit.ErrDeadline
 
 const (
 	// cacheLine is the false-sharing unit we pad to. 64 bytes covers amd64
@@ -117,11 +122,12 @@ type header struct {
 // whose cost fits may move the window start to its own instant's window and
 // then find the room taken by a concurrent call. Such a move admits nothing;
 // it is as if time had reached that call's instant before the others decided
-// (docs/window.md, "Races", states the contract and proves it).
+// (the repository's documentation of window states this contract and proves
+// it, under "Races").
 //
 // Its state is two words, each on its own cache line: the window word (the
 // start of the current window) and the count word (the two counters). See
-// the field comments and docs/window.md for the protocol.
+// the field comments for the protocol.
 //
 // The zero value refuses every call of cost 1 or more; use New. A Limiter must
 // not be copied after first use.

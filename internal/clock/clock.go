@@ -11,9 +11,10 @@ package clock
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
+
+	"github.com/slidelimit/slidelimit"
 )
 
 // Base is the instant a limiter measures time from. The zero Base is not
@@ -56,12 +57,14 @@ type Waiter interface {
 
 // ErrNeverReady is wrapped by the error Wait returns when n can never be
 // admitted (n < 0, n above the limit, or a window that stays full at the end
-// of the range of instants the limiter can represent).
-var ErrNeverReady = errors.New("request can never be admitted")
+// of the range of instants the limiter can represent). It is the module's
+// slidelimit.ErrNeverReady.
+var ErrNeverReady = slidelimit.ErrNeverReady
 
 // ErrDeadline is wrapped by the error Wait returns when the context's
-// deadline falls before the instant n could be admitted.
-var ErrDeadline = errors.New("would exceed context deadline")
+// deadline falls before the instant n could be admitted. It is the module's
+// slidelimit.ErrDeadline.
+var ErrDeadline = slidelimit.ErrDeadline
 
 // Bounds on Wait's retries when ReadyAt says "now" but AllowN refuses.
 const (
