@@ -108,7 +108,7 @@ type ruled interface {
 	AllowN(now time.Time, n int) bool
 	ReadyAt(now time.Time, n int) (time.Time, bool)
 	RemainingAt(now time.Time, dst []int) []int
-	Limit() int
+	MaxN() int
 	Rules() []multi.Rule
 }
 
@@ -125,7 +125,7 @@ func newMany[L ruled](l L, ok bool, factor int64) Limiter {
 	if !ok {
 		return &many[L]{}
 	}
-	m := &many[L]{l: l, limit: l.Limit(), resetFactor: factor}
+	m := &many[L]{l: l, limit: l.MaxN(), resetFactor: factor}
 	for _, r := range l.Rules() {
 		m.rules = append(m.rules, Rule{Limit: r.Limit, Window: r.Window})
 	}
