@@ -167,17 +167,16 @@ func NewApprox(rules ...Rule) (*Approx, error) {
 // Rules returns a copy of the rules, in the order given to NewApprox.
 func (a *Approx) Rules() []Rule { return append([]Rule(nil), a.cfg...) }
 
-// Limit returns the largest n a single call can ever be admitted for: the
-// smallest limit of the rules (calls above it are refused at once, and
-// ReadyAt says never). With several rules, Limit and Window are two separate
-// bounds, not a rule: with 10 per second and 1000 per hour they are 10 and
-// 1h. Use Rules for the rules themselves.
-func (a *Approx) Limit() int { return a.minLimit }
+// MaxN returns the largest cost a single call can ever be admitted for: the
+// smallest limit of the rules. AllowN refuses any n above it at once, and
+// ReadyAt reports never for it. It is a bound, not a rule: use Rules for the
+// rules themselves.
+func (a *Approx) MaxN() int { return a.minLimit }
 
-// Window returns the longest window of the rules: the limiter is idle (see
-// IdleAt) at the latest two of these windows after its last admission. It is
-// not paired with Limit (see Limit); use Rules for the rules themselves.
-func (a *Approx) Window() time.Duration { return a.maxWindow }
+// LongestWindow returns the longest window of the rules: the limiter is idle
+// (see IdleAt) at the latest two of these windows after its last admission.
+// It is a bound, not a rule: use Rules for the rules themselves.
+func (a *Approx) LongestWindow() time.Duration { return a.maxWindow }
 
 // slot returns the words of slot idx. Its chunk exists: idx came from the
 // head or from acquire.
@@ -264,7 +263,7 @@ func (a *Approx) Allow() bool {
 // so counts them in every rule. It admits iff every rule's two-counter
 // estimate admits it. All-or-nothing: a refused call changes no rule's state.
 //
-// n == 0 is always admitted and records nothing. n < 0 and n > Limit() (the
+// n == 0 is always admitted and records nothing. n < 0 and n > MaxN() (the
 // smallest limit) are always refused.
 func (a *Approx) AllowN(now time.Time, n int) bool {
 	if n <= 0 {
@@ -406,7 +405,7 @@ func (a *Approx) RemainingAt(now time.Time, dst []int) []int {
 // ReadyAt returns the earliest instant, not before now, at which AllowN would
 // admit n if nothing else were admitted meanwhile: the latest of the instants
 // at which each rule would admit it, and now itself when n fits now. ok is
-// false when n can never be admitted: n < 0 or n > Limit(), or n does not fit
+// false when n can never be admitted: n < 0 or n > MaxN(), or n does not fit
 // at the last instant the limiter can tell apart (about 63 years after
 // NewApprox), after which time no longer moves for it. n == 0 is ready at
 // now.

@@ -152,17 +152,16 @@ func New(rules ...Rule) (*Limiter, error) {
 // Rules returns a copy of the rules, in the order given to New.
 func (l *Limiter) Rules() []Rule { return append([]Rule(nil), l.rules...) }
 
-// Limit returns the largest n a single call can ever be admitted for: the
-// smallest limit of the rules (calls above it are refused at once, and
-// ReadyAt says never). With several rules, Limit and Window are two separate
-// bounds, not a rule: with 10 per second and 1000 per hour they are 10 and
-// 1h. Use Rules for the rules themselves.
-func (l *Limiter) Limit() int { return l.minLimit }
+// MaxN returns the largest cost a single call can ever be admitted for: the
+// smallest limit of the rules. AllowN refuses any n above it at once, and
+// ReadyAt reports never for it. It is a bound, not a rule: use Rules for the
+// rules themselves.
+func (l *Limiter) MaxN() int { return l.minLimit }
 
-// Window returns the longest window of the rules: once nothing has been
-// admitted for that long, the limiter is idle (see IdleAt). It is not paired
-// with Limit (see Limit); use Rules for the rules themselves.
-func (l *Limiter) Window() time.Duration { return l.maxWindow }
+// LongestWindow returns the longest window of the rules: once nothing has
+// been admitted for that long, the limiter is idle (see IdleAt). It is a
+// bound, not a rule: use Rules for the rules themselves.
+func (l *Limiter) LongestWindow() time.Duration { return l.maxWindow }
 
 // Allow is shorthand for AllowN(time.Now(), 1), reading only the monotonic
 // clock.
@@ -175,7 +174,7 @@ func (l *Limiter) Allow() bool {
 // admitted in (now-Window, now] plus n is at most Limit. All-or-nothing: a
 // refused call changes no rule's state.
 //
-// n == 0 is always admitted and records nothing. n < 0 and n > Limit() (the
+// n == 0 is always admitted and records nothing. n < 0 and n > MaxN() (the
 // smallest limit) are always refused.
 func (l *Limiter) AllowN(now time.Time, n int) bool {
 	return l.log.AllowN(l.base.Offset(now), int64(n))
@@ -193,7 +192,7 @@ func (l *Limiter) TokensAt(now time.Time) int {
 // admit n if nothing else were admitted meanwhile: the latest of the instants
 // at which each rule would admit it, and now itself when n fits now. It is
 // what an HTTP 429's Retry-After needs. ok is false when n can never be
-// admitted: n < 0, n > Limit(), or n does not fit at the latest instant the
+// admitted: n < 0, n > MaxN(), or n does not fit at the latest instant the
 // limiter can represent. n == 0 is ready at now.
 func (l *Limiter) ReadyAt(now time.Time, n int) (at time.Time, ok bool) {
 	off := l.base.Offset(now)

@@ -26,8 +26,8 @@ type lim interface {
 	IdleAt(now time.Time) bool
 	Wait(ctx context.Context) error
 	WaitN(ctx context.Context, n int) error
-	Limit() int
-	Window() time.Duration
+	MaxN() int
+	LongestWindow() time.Duration
 	Rules() []multi.Rule
 }
 
@@ -129,8 +129,8 @@ func TestAccessors(t *testing.T) {
 	rules := []multi.Rule{{100, time.Hour}, {10, time.Second}, {50, time.Minute}}
 	for _, impl := range impls {
 		l := mustNew(t, impl.new, rules...)
-		if l.Limit() != 10 || l.Window() != time.Hour {
-			t.Errorf("%s: Limit, Window = %d, %v; want 10, 1h", impl.name, l.Limit(), l.Window())
+		if l.MaxN() != 10 || l.LongestWindow() != time.Hour {
+			t.Errorf("%s: MaxN, LongestWindow = %d, %v; want 10, 1h", impl.name, l.MaxN(), l.LongestWindow())
 		}
 		got := l.Rules()
 		got[0].Limit = 7 // a copy
