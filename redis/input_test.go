@@ -169,3 +169,21 @@ func TestExpiry(t *testing.T) {
 	require.True(t, d.Allowed)
 	require.Eventually(t, func() bool { return pttl(short, "s") == -2 }, 2*time.Second, 5*time.Millisecond, "the key never expired")
 }
+
+// TestRulesCopy: Rules returns the rules in the constructor's order, as a
+// copy the caller may change.
+func TestRulesCopy(t *testing.T) {
+	_, _, c := standalone(t)
+	rules := []redis.Rule{{Limit: 5, Window: time.Minute}, {Limit: 2, Window: time.Second}}
+	l := mustWindow(t, c, redis.Options{}, rules...)
+	got := l.Rules()
+	require.Equal(t, rules, got)
+	got[0].Limit = 99
+	rules[1].Limit = 99
+	require.Equal(t, []redis.Rule{{Limit: 5, Window: time.Minute}, {Limit: 2, Window: time.Second}}, l.Rules())
+	d, err := l.AllowN(t.Context(), "k", at(epoch), 2)
+	require.NoError(t, err)
+	require.Equal(t, redis.FromRedis, d.Source)
+	require.NoError(t, d.Err)
+	require.Equal(t, []int{3, 0}, d.Remaining)
+}
