@@ -120,7 +120,6 @@ func isMarkerOf(v, j uint64) bool {
 	return v&busyBit != 0 && (v&valueMask)>>costBits == j>>32&markCycles
 }
 
-
 // Log is the shared state. Instants are int64 nanosecond offsets from the
 // owner's clock.Base; any int64 is accepted (out-of-range values saturate).
 // A Log is safe for concurrent use; it must not be copied after first use.
@@ -213,17 +212,9 @@ func (l *Log) acquirePending() *batch {
 	}
 }
 
-// New returns a log for the rules, with a ring sized for the largest limit.
-// The rules must be valid (see Rule); New panics otherwise, because that is a
-// programmer error in the calling package.
-func New(rules []Rule) *Log {
-	l := new(Log)
-	l.Init(rules)
-	return l
-}
-
-// Init prepares a zero Log for the rules, for owners that embed a Log by
-// value. It must be called once, before the Log is shared. The zero Log,
+// Init prepares a zero Log for the rules (owners embed a Log by value). It
+// must be called once, before the Log is shared; it panics on no rule or an
+// invalid one (see Rule), a programmer error in the calling package. The zero Log,
 // never initialized, refuses every n >= 1.
 func (l *Log) Init(rules []Rule) {
 	if len(rules) == 0 {

@@ -5,9 +5,12 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+
+	"github.com/slidelimit/slidelimit/internal/slidelog/slidelogtest"
 )
 
-// impl is what the shared tests need; both Log and Reference provide it.
+// impl is what the shared tests need; both Log and the mutex-guarded
+// reference (slidelogtest.Reference) provide it.
 type impl interface {
 	AllowN(now, n int64) bool
 	TokensAt(now int64) int64
@@ -18,7 +21,7 @@ type impl interface {
 
 var (
 	_ impl = (*Log)(nil)
-	_ impl = (*Reference)(nil)
+	_ impl = (*slidelogtest.Reference)(nil)
 )
 
 // TestDifferentialSerial replays random serial call sequences (with steps

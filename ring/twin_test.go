@@ -5,21 +5,21 @@ import (
 	"time"
 
 	"github.com/slidelimit/slidelimit/internal/clock"
-	"github.com/slidelimit/slidelimit/internal/slidelog"
+	"github.com/slidelimit/slidelimit/internal/slidelog/slidelogtest"
 )
 
-// mutexLimiter is the same sliding log behind a mutex (slidelog.Reference),
+// mutexLimiter is the same sliding log behind a mutex (slidelogtest.Reference),
 // with the same instant conversion as Limiter: the reference every test runs
 // against too, and the baseline of the benchmarks.
 type mutexLimiter struct {
-	ref   *slidelog.Reference
+	ref   *slidelogtest.Reference
 	base  clock.Base
 	limit int
 }
 
 func newMutex(limit int, window time.Duration) *mutexLimiter {
 	return &mutexLimiter{
-		ref:   slidelog.NewReference([]slidelog.Rule{{Limit: int64(limit), Window: int64(window)}}),
+		ref:   slidelogtest.NewReference([]slidelogtest.Rule{{Limit: int64(limit), Window: int64(window)}}),
 		base:  clock.NewBase(),
 		limit: limit,
 	}
