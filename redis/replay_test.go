@@ -9,7 +9,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/slidelimit/slidelimit/multi"
 	"github.com/slidelimit/slidelimit/redis"
+	"github.com/slidelimit/slidelimit/window"
 )
 
 // ruleSets are the replayed configurations: one rule, and several at once.
@@ -42,6 +44,7 @@ func replay(t *testing.T, c redis.Client, exact bool) {
 		for _, name := range names {
 			lo := &logOracle{rules: rules}
 			wo := &windowOracle{rules: rules}
+			twin := inProcessTwin(t, rules, exact)
 			key := "key-" + name
 			admitted, refused := 0, 0
 			for i, cl := range wl[name] {
@@ -64,6 +67,10 @@ func replay(t *testing.T, c redis.Client, exact bool) {
 					t.Fatalf("rules %d %s step %d: AllowN(t=%d, n=%d) = {allowed %v at %d ready %d remaining %v}, oracle {allowed %v at %d ready %d remaining %v}",
 						ri, name, i, cl.t-epoch, cl.n, d.Allowed, d.At.UnixMicro()-epoch, gotReady-epoch, d.Remaining,
 						ok, atUS-epoch, ready-epoch, rem)
+				}
+				if twin != nil && twin(at(cl.t), cl.n) != d.Allowed {
+					t.Fatalf("rules %d %s step %d: AllowN(t=%d, n=%d) = %v, the in-process limiter says %v",
+						ri, name, i, cl.t-epoch, cl.n, d.Allowed, !d.Allowed)
 				}
 				if ok {
 					admitted++
@@ -187,4 +194,28 @@ func TestLogLargeRing(t *testing.T) {
 	}
 	require.Positive(t, refused)
 	require.Greater(t, units, 10*1030, "the ring must wrap many times (admitted %d calls)", admitted)
+}
+
+// inProcessTwin returns the in-process limiter of the core module that the
+// Redis limiter claims to decide like: multi's exact limiter for the log,
+// window's for a one-rule window. Several window rules have no twin: multi's
+// approximate flavour clamps stale instants to the latest admission, not to
+// each rule's window start.
+func inProcessTwin(t *testing.T, rules []redis.Rule, exact bool) func(time.Time, int) bool {
+	t.Helper()
+	if exact {
+		mr := make([]multi.Rule, len(rules))
+		for i, r := range rules {
+			mr[i] = multi.Rule{Limit: r.Limit, Window: r.Window}
+		}
+		m, err := multi.New(mr...)
+		require.NoError(t, err)
+		return m.AllowN
+	}
+	if len(rules) == 1 {
+		w, err := window.New(rules[0].Limit, rules[0].Window)
+		require.NoError(t, err)
+		return w.AllowN
+	}
+	return nil
 }
