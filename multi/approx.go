@@ -2,32 +2,11 @@ package multi
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"math/bits"
-	"runtime"
 	"sync/atomic"
 	"time"
 
 	"github.com/slidelimit/slidelimit/internal/clock"
 	"github.com/slidelimit/slidelimit/internal/twocount"
-)
-
-// MaxApproxLimit is the largest limit a rule of NewApprox may have; it is
-// window.MaxLimit.
-const MaxApproxLimit = 1<<20 - 1 // 1,048,575
-
-// MaxApproxWindow is the longest window a rule of NewApprox may have, 2^57 ns
-// (about 4.6 years); it is window.MaxWindow.
-const MaxApproxWindow time.Duration = 1 << 57 // 144,115,188,075,855,872ns
-
-// Approx and package window share the arithmetic and its limits (array
-// lengths must be non-negative).
-var (
-	_ [twocount.MaxLimit - MaxApproxLimit]struct{}
-	_ [MaxApproxLimit - twocount.MaxLimit]struct{}
-	_ [twocount.MaxWindow - MaxApproxWindow]struct{}
-	_ [MaxApproxWindow - twocount.MaxWindow]struct{}
 )
 
 // Approx is the approximate flavour: every rule is a two-counter window that
@@ -63,7 +42,7 @@ var (
 type Approx struct {
 	// The state is a series of immutable snapshots of every rule's
 	// counters, the current one named by head and replaced by one
-	// compare-and-swap per admission; the comment after this type and
+	// compare-and-swap per admission; the comments in slots.go and
 	// docs/multi.md give the protocol.
 	//
 	// head is tag<<idxBits | idx: slot idx holds the current snapshot,
@@ -81,76 +60,25 @@ type Approx struct {
 	base      clock.Base
 }
 
-// The protocol, in short (docs/multi.md has the details and the proofs):
-// the counters of all rules form a snapshot that lives in a slot of a
-// preallocated slot table. The head word names the current slot and carries
-// a tag that grows with every admission. A caller reads the head, reads the
-// slot, and checks that the slot still holds that tag (the tag in the slot's
-// state word works as a seqlock: a slot taken for reuse gets a new tag
-// first). A refused call stops there, having written nothing. An admitted
-// call takes a free slot, writes the next snapshot into it, and installs it
-// with one compare-and-swap on the head: the linearization point of the
-// whole decision, for every rule at once. The superseded slot is then
-// released. Nobody waits for another caller: a failed compare-and-swap means
-// another admission succeeded, and when every slot is taken (callers
-// suspended mid-admission) the table grows, up to 4094 slots; only with 4093
-// callers suspended mid-admission would a caller yield until one resumes.
-
-// Head word layout (high to low):
-//
-//	bits 12..63  tag: version of the current snapshot, never 0 (0 marks a
-//	             slot being written); grows by one per admission
-//	bits 0..11   idx: the slot holding it
-//
-// Slot layout, stride words (a multiple of 8, so that two slots share at
-// most one cache line):
-//
-//	word 0          state: tag<<1 | owned. tag is the version of the snapshot
-//	                the slot holds or, while its owner writes it, the version
-//	                it will hold (no head pairs that tag with this slot before
-//	                the owner's compare-and-swap); owned is 1 while the slot is
-//	                the head's or a caller's scratch, 0 when it is free
-//	word 1+2i       start: the instant rule i's current window starts
-//	                (int64 offset from base; twocount.StartNew at first)
-//	word 2+2i       prev<<32 | curr of rule i (both <= MaxApproxLimit)
-const (
-	idxBits   = 12
-	idxMask   = 1<<idxBits - 1
-	tagMask   = 1<<(64-idxBits) - 1
-	maxChunks = 11 // 2+4+...+2048 = 4094 slots < 1<<idxBits
-
-	stateW = 0
-	ruleW  = 1
-	owned  = 1
-
-	lowMask = 1<<32 - 1
-)
-
 // NewApprox returns an approximate limiter for the rules: a two-counter window
 // for each. It allocates a few words per rule; decisions allocate nothing.
 // It returns an error naming the rule when there is no rule, or when a rule's
 // limit is outside [1, MaxApproxLimit] or its window outside
 // [1ns, MaxApproxWindow].
 func NewApprox(rules ...Rule) (*Approx, error) {
-	if len(rules) == 0 {
-		return nil, errors.New("multi: at least one rule is required, got none")
+	minLimit, maxWindow, err := validate(rules, MaxApproxLimit, MaxApproxWindow)
+	if err != nil {
+		return nil, err
 	}
 	a := &Approx{
-		cfg:      append([]Rule(nil), rules...),
-		rules:    make([]twocount.Rule, len(rules)),
-		minLimit: MaxApproxLimit,
-		base:     clock.NewBase(),
+		cfg:       append([]Rule(nil), rules...),
+		rules:     make([]twocount.Rule, len(rules)),
+		minLimit:  minLimit,
+		maxWindow: maxWindow,
+		base:      clock.NewBase(),
 	}
 	for i, r := range rules {
-		if r.Limit < 1 || r.Limit > MaxApproxLimit {
-			return nil, fmt.Errorf("multi: rule %d: limit must be between 1 and %d, got %d", i, MaxApproxLimit, r.Limit)
-		}
-		if r.Window < 1 || r.Window > MaxApproxWindow {
-			return nil, fmt.Errorf("multi: rule %d: window must be between 1ns and %v, got %v", i, MaxApproxWindow, r.Window)
-		}
 		a.rules[i] = twocount.Rule{Limit: int64(r.Limit), Window: int64(r.Window)}
-		a.minLimit = min(a.minLimit, r.Limit)
-		a.maxWindow = max(a.maxWindow, r.Window)
 	}
 	a.stride = (ruleW + 2*uint64(len(rules)) + 7) &^ 7
 	c0 := make([]atomic.Uint64, 2*a.stride)
@@ -178,49 +106,6 @@ func (a *Approx) MaxN() int { return a.minLimit }
 // It is a bound, not a rule: use Rules for the rules themselves.
 func (a *Approx) LongestWindow() time.Duration { return a.maxWindow }
 
-// slot returns the words of slot idx. Its chunk exists: idx came from the
-// head or from acquire.
-func (a *Approx) slot(idx uint64) []atomic.Uint64 {
-	c := uint(bits.Len64(idx+2)) - 2
-	off := idx + 2 - 2<<c
-	words := *a.chunks[c].Load()
-	return words[off*a.stride : (off+1)*a.stride]
-}
-
-// acquire takes a free slot as scratch for the next snapshot, tagging it
-// with tag (the tag the next snapshot will have), and grows the table when
-// every slot is taken. It never waits for another caller, except
-// when all 4094 slots are taken, which needs that many callers suspended in
-// the middle of an admission.
-func (a *Approx) acquire(tag uint64) (uint64, []atomic.Uint64) {
-	for {
-		first := uint64(0)
-		for c := range maxChunks {
-			p := a.chunks[c].Load()
-			size := uint64(2) << c
-			if p == nil {
-				words := make([]atomic.Uint64, size*a.stride)
-				words[stateW].Store(tag<<1 | owned)
-				if a.chunks[c].CompareAndSwap(nil, &words) {
-					return first, words[:a.stride]
-				}
-				p = a.chunks[c].Load()
-			}
-			words := *p
-			for off := range size {
-				s := words[off*a.stride : (off+1)*a.stride]
-				// Taking a free slot also replaces its tag, so a
-				// reader still looking at its old snapshot sees it go.
-				if v := s[stateW].Load(); v&owned == 0 && s[stateW].CompareAndSwap(v, tag<<1|owned) {
-					return first + off, s
-				}
-			}
-			first += size
-		}
-		runtime.Gosched()
-	}
-}
-
 // view returns the instant rule i decides the clamped offset t0
 // (twocount.Clamp) at, and the window start and counters in effect then, from
 // the snapshot in slot s. The caller validates the slot afterwards. (It is
@@ -230,24 +115,6 @@ func (a *Approx) view(s []atomic.Uint64, i int, t0 int64) (t, ws, p, c int64) {
 	t = max(t0, start)
 	ws, p, c, _ = a.rules[i].Step(start, int64(pc>>32), int64(pc&lowMask), t)
 	return t, ws, p, c
-}
-
-// load reads the head and returns its tag and its slot. The caller reads the
-// rules' words and then calls valid.
-func (a *Approx) load() (h uint64, s []atomic.Uint64) {
-	for {
-		h = a.head.Load()
-		s = a.slot(h & idxMask)
-		if s[stateW].Load()>>1 == h>>idxBits {
-			return h, s
-		}
-	}
-}
-
-// valid reports whether slot s still holds the snapshot of head h: every
-// word read from it between load and valid belongs to that snapshot.
-func valid(h uint64, s []atomic.Uint64) bool {
-	return s[stateW].Load()>>1 == h>>idxBits
 }
 
 // Allow is shorthand for AllowN(time.Now(), 1), reading only the monotonic

@@ -36,31 +36,11 @@ package multi
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"time"
 
 	"github.com/slidelimit/slidelimit"
 	"github.com/slidelimit/slidelimit/internal/clock"
 	"github.com/slidelimit/slidelimit/internal/slidelog"
-)
-
-// MaxLimit is the largest limit a rule of New may have: 2^30 on 64-bit
-// platforms, 2^26 on 32-bit ones. New allocates 8 bytes per unit of the
-// largest limit.
-const MaxLimit = 1 << (26 + 4*(^uint(0)>>63)) // 1,073,741,824 on 64-bit platforms, 67,108,864 on 32-bit ones
-
-// MaxWindow is the longest window a rule of New may have, 2^60 ns (about 36
-// years).
-const MaxWindow time.Duration = 1 << 60 // 1,152,921,504,606,846,976ns
-
-// The exact flavour's limits are the log's (array lengths must be
-// non-negative).
-var (
-	_ [MaxLimit - slidelog.MaxLimit]struct{}
-	_ [slidelog.MaxLimit - MaxLimit]struct{}
-	_ [MaxWindow - slidelog.MaxWindow]struct{}
-	_ [slidelog.MaxWindow - MaxWindow]struct{}
 )
 
 // ErrNeverReady is wrapped by the error WaitN returns for an n that can never
@@ -73,32 +53,6 @@ var ErrNeverReady = slidelimit.ErrNeverReady
 // context's deadline falls before the instant n could be admitted. It is the
 // module's [slidelimit.ErrDeadline].
 var ErrDeadline = slidelimit.ErrDeadline
-
-// Rule is one limit: at most Limit units of cost per Window.
-type Rule struct {
-	Limit  int
-	Window time.Duration
-}
-
-// validate checks the rules and returns the smallest limit and the longest
-// window. The errors name the rule by its index in the argument list.
-func validate(rules []Rule) (minLimit int, maxWindow time.Duration, err error) {
-	if len(rules) == 0 {
-		return 0, 0, errors.New("multi: at least one rule is required, got none")
-	}
-	minLimit = MaxLimit
-	for i, r := range rules {
-		if r.Limit < 1 || r.Limit > MaxLimit {
-			return 0, 0, fmt.Errorf("multi: rule %d: limit must be between 1 and %d, got %d", i, MaxLimit, r.Limit)
-		}
-		if r.Window < 1 || r.Window > MaxWindow {
-			return 0, 0, fmt.Errorf("multi: rule %d: window must be between 1ns and %v, got %v", i, MaxWindow, r.Window)
-		}
-		minLimit = min(minLimit, r.Limit)
-		maxWindow = max(maxWindow, r.Window)
-	}
-	return minLimit, maxWindow, nil
-}
 
 // Limiter is the exact flavour: a sliding log for every rule, all read from
 // one ring of the instants of the last L admitted units (L the largest limit).
@@ -131,7 +85,7 @@ type Limiter struct {
 // an error naming the rule when there is no rule, or when a rule's limit is
 // outside [1, MaxLimit] or its window outside [1ns, MaxWindow].
 func New(rules ...Rule) (*Limiter, error) {
-	minLimit, maxWindow, err := validate(rules)
+	minLimit, maxWindow, err := validate(rules, MaxLimit, MaxWindow)
 	if err != nil {
 		return nil, err
 	}
@@ -162,6 +116,15 @@ func (l *Limiter) MaxN() int { return l.minLimit }
 // been admitted for that long, the limiter is idle (see IdleAt). It is a
 // bound, not a rule: use Rules for the rules themselves.
 func (l *Limiter) LongestWindow() time.Duration { return l.maxWindow }
+
+// RemainingAt appends to dst, for each rule in the order given to New, the
+// largest cost that rule alone would admit at now (its limit minus the cost
+// admitted in its window ending at now), and returns the extended slice:
+// what an HTTP 429 reports per policy. All values come from one snapshot of
+// the log. With room in dst it allocates nothing.
+func (l *Limiter) RemainingAt(now time.Time, dst []int) []int {
+	return l.log.RemainingAt(l.base.Offset(now), dst)
+}
 
 // Allow is shorthand for AllowN(time.Now(), 1), reading only the monotonic
 // clock.

@@ -1,0 +1,81 @@
+package multi_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/slidelimit/slidelimit/multi"
+)
+
+// TestStressEqualInstants runs goroutines that all present the same instant
+// in each phase, phase after phase. Within a phase the admitted cost must be
+// exactly what the reference admits at that instant (every caller keeps
+// asking until nothing fits), whatever the interleaving. Run it with -race.
+func TestStressEqualInstants(t *testing.T) {
+	ms := time.Millisecond
+	configs := []struct {
+		rules    []multi.Rule
+		attempts int // per goroutine and phase
+		phases   int
+	}{
+		{[]multi.Rule{{5, 10 * ms}, {12, 50 * ms}, {40, time.Second}}, 6, 300},
+		{[]multi.Rule{{300, 10 * ms}, {1000, 50 * ms}}, 150, 60},
+		{[]multi.Rule{{5, ms}, {6, 2 * ms}, {7, 3 * ms}, {8, 4 * ms}, {9, 5 * ms}, {10, 6 * ms}, {11, 7 * ms}, {12, 8 * ms}, {30, 50 * ms}}, 6, 200},
+	}
+	for _, cfg := range configs {
+		for _, impl := range impls {
+			stressPhases(t, impl.name, impl.new, impl.oracle(cfg.rules), cfg.rules, 8, cfg.attempts, cfg.phases)
+		}
+	}
+}
+
+func stressPhases(t *testing.T, name string, newf func(...multi.Rule) (lim, error), o oracle,
+	rules []multi.Rule, goroutines, attempts, phases int) {
+	t.Helper()
+	l := mustNew(t, newf, rules...)
+	rng := rand.New(rand.NewPCG(42, 42))
+	t0 := time.Now()
+	var now int64
+	for ph := range phases {
+		now += rng.Int64N(int64(6 * time.Millisecond))
+		at := t0.Add(time.Duration(now))
+		want := o.tokens(now)
+		var got atomic.Int64
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for g := range goroutines {
+			wg.Go(func() {
+				<-start
+				// Costs 2 first, then 1: the last attempts are all 1,
+				// so nothing that fits is left behind.
+				for k := range attempts {
+					n := 1
+					if k < attempts/3 && g%2 == 0 {
+						n = 2
+					}
+					if l.AllowN(at, n) {
+						got.Add(int64(n))
+					}
+				}
+			})
+		}
+		close(start)
+		wg.Wait()
+		if got.Load() != int64(want) {
+			t.Fatalf("%s: phase %d at t0+%v: admitted %d, reference admits %d", name, ph, time.Duration(now), got.Load(), want)
+		}
+		if want > 0 && !o.allowN(now, want) {
+			t.Fatalf("%s: phase %d: the reference refuses its own tokens", name, ph)
+		}
+		if g, ok := remainingAt(l, at); ok && fmt.Sprint(g) != fmt.Sprint(o.remaining(now)) {
+			t.Fatalf("%s: phase %d: RemainingAt = %v, reference %v", name, ph, g, o.remaining(now))
+		}
+	}
+	if a, ok := l.(*multi.Approx); ok {
+		t.Logf("approx %v: %d slots after the stress", rules, multi.Slots(a))
+	}
+}
