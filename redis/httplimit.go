@@ -17,7 +17,10 @@ type HTTPLimiter struct {
 	serverClock bool
 }
 
-var _ httplimit.Limiter = (*HTTPLimiter)(nil)
+var (
+	_ httplimit.Limiter = (*HTTPLimiter)(nil)
+	_ httplimit.Checker = (*HTTPLimiter)(nil)
+)
 
 // NewHTTP returns l as an httplimit.Limiter. With serverClock, Decide ignores
 // the instant the middleware passes and decides on the Redis server's clock,
@@ -50,6 +53,17 @@ func (h *HTTPLimiter) Rules() []httplimit.Rule { return h.rules }
 // Decide decides for key at now (or at the server's clock, see NewHTTP). A
 // negative cost is refused with Reason Never without a round trip.
 func (h *HTTPLimiter) Decide(ctx context.Context, key string, now time.Time, cost int) (httplimit.Decision, error) {
+	return h.decide(ctx, key, now, cost, false)
+}
+
+// Check returns what Decide would decide, recording nothing (one script call
+// that writes nothing; Limiter.CheckN). httplimit.All uses it so that a
+// request refused by another member consumes nothing here.
+func (h *HTTPLimiter) Check(ctx context.Context, key string, now time.Time, cost int) (httplimit.Decision, error) {
+	return h.decide(ctx, key, now, cost, true)
+}
+
+func (h *HTTPLimiter) decide(ctx context.Context, key string, now time.Time, cost int, dry bool) (httplimit.Decision, error) {
 	var hd httplimit.Decision
 	hd.NumQuota = len(h.rules)
 	if cost < 0 {
@@ -59,7 +73,7 @@ func (h *HTTPLimiter) Decide(ctx context.Context, key string, now time.Time, cos
 	if h.serverClock {
 		now = time.Time{}
 	}
-	d, err := h.l.AllowN(ctx, key, now, cost)
+	d, err := h.l.decide(ctx, key, now, cost, dry)
 	if err != nil {
 		return httplimit.Decision{}, err
 	}

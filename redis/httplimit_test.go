@@ -14,7 +14,8 @@ import (
 
 // TestHTTP: the Redis limiter behind httplimit's middleware, on the server's
 // clock: two requests per hour per client pass, the third gets 429 with a
-// Retry-After; Decide maps every edge to httplimit's reasons; a limiter with
+// Retry-After; Decide maps every edge to httplimit's reasons; inside
+// httplimit.All a refusal by another member costs nothing in Redis; a limiter with
 // more rules than httplimit supports is refused; a Redis that is down is the
 // middleware's limiter error (503) under FailClosed.
 func TestHTTP(t *testing.T) {
@@ -60,6 +61,26 @@ func TestHTTP(t *testing.T) {
 		require.Equal(t, httplimit.Never, d.Reason, "cost %d", cost)
 		require.True(t, d.RetryAt.IsZero())
 	}
+
+	// Inside httplimit.All, a request refused by one member consumes
+	// nothing in another: with two Redis members (say, per client and
+	// global), All asks both with Check before either records.
+	perClient := mustLog(t, c, redis.Options{Prefix: "all-client"}, redis.Rule{Limit: 5, Window: time.Hour})
+	global := mustLog(t, c, redis.Options{Prefix: "all-global"}, redis.Rule{Limit: 1, Window: time.Hour})
+	hp, err := redis.NewHTTP(perClient, false)
+	require.NoError(t, err)
+	hg, err := redis.NewHTTP(global, false)
+	require.NoError(t, err)
+	all, err := httplimit.All(hp, hg)
+	require.NoError(t, err)
+	for i, want := range []bool{true, false, false} {
+		d, err := all.Decide(t.Context(), "k", now, 1)
+		require.NoError(t, err)
+		require.Equal(t, want, d.Allowed, "request %d", i)
+	}
+	chk, err := perClient.CheckN(t.Context(), "k", now, 1)
+	require.NoError(t, err)
+	require.Equal(t, []int{4}, chk.Remaining, "the refused requests cost nothing in the other member")
 
 	many := make([]redis.Rule, httplimit.MaxRules+1)
 	for i := range many {

@@ -286,6 +286,19 @@ func (l *Limiter) Allow(ctx context.Context, key string) (Decision, error) {
 // already ended returns ctx.Err() under every policy. A call that timed out
 // may still have been applied by the server (docs/redis.md).
 func (l *Limiter) AllowN(ctx context.Context, key string, now time.Time, n int) (Decision, error) {
+	return l.decide(ctx, key, now, n, false)
+}
+
+// CheckN returns the Decision AllowN(ctx, key, now, n) would return if
+// nothing else happened meanwhile, and records nothing: one script call that
+// writes nothing. Remaining is the state before the call. Errors and the
+// failure policy are AllowN's; under FallBack the fallback is asked the same
+// question, and under FailOpen the answer is an admission.
+func (l *Limiter) CheckN(ctx context.Context, key string, now time.Time, n int) (Decision, error) {
+	return l.decide(ctx, key, now, n, true)
+}
+
+func (l *Limiter) decide(ctx context.Context, key string, now time.Time, n int, dry bool) (Decision, error) {
 	rk, err := l.redisKey(key)
 	if err != nil {
 		return Decision{}, err
@@ -304,11 +317,15 @@ func (l *Limiter) AllowN(ctx context.Context, key string, now time.Time, n int) 
 		return Decision{}, err
 	}
 	sent := min(n, l.maxLim+1) // every n above the largest limit is refused alike
+	flag := 0
+	if dry {
+		flag = 1
+	}
 	var args []any
 	if l.exact {
-		args = append(make([]any, 0, 4+len(l.args)), l.maxLim, us, sent, l.ttlMS)
+		args = append(make([]any, 0, 5+len(l.args)), l.maxLim, us, sent, l.ttlMS, flag)
 	} else {
-		args = append(make([]any, 0, 3+len(l.args)), us, sent, l.minTTL)
+		args = append(make([]any, 0, 4+len(l.args)), us, sent, l.minTTL, flag)
 	}
 	args = append(args, l.args...)
 	if l.timeout > 0 {
@@ -334,7 +351,7 @@ func (l *Limiter) AllowN(ctx context.Context, key string, now time.Time, n int) 
 		}
 		return Decision{Allowed: true, At: at, ReadyAt: at, Source: FromFailOpen, Err: err}, nil
 	case FallBack:
-		return l.fallback(key, now, n, err), nil
+		return l.fallback(key, now, n, dry, err), nil
 	default:
 		return Decision{Source: FromError}, err
 	}
@@ -366,13 +383,19 @@ func (l *Limiter) decision(r []int64) (Decision, error) {
 	return d, nil
 }
 
-func (l *Limiter) fallback(key string, now time.Time, n int, err error) Decision {
+func (l *Limiter) fallback(key string, now time.Time, n int, dry bool, err error) Decision {
 	if now.IsZero() {
 		now = time.Now()
 	}
-	d := Decision{Allowed: l.fb.AllowN(key, now, n), At: now, Source: FromFallback, Err: err}
-	if at, ok := l.fb.ReadyAt(key, now, n); ok {
+	d := Decision{At: now, Source: FromFallback, Err: err}
+	at, ok := l.fb.ReadyAt(key, now, n)
+	if ok {
 		d.ReadyAt = at
+	}
+	if dry {
+		d.Allowed = ok && !at.After(now)
+	} else {
+		d.Allowed = l.fb.AllowN(key, now, n)
 	}
 	if d.Allowed {
 		d.ReadyAt = now

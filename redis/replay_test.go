@@ -21,10 +21,11 @@ var ruleSets = [][]redis.Rule{
 	{{Limit: 3, Window: 7 * time.Millisecond}, {Limit: 10, Window: 50 * time.Millisecond}, {Limit: 40, Window: time.Second}},
 }
 
-// replay runs every workload through the Redis limiter made by newf and the
-// oracle made by newo, one key per workload, and requires every decision to
-// be identical: admitted, the instant decided at, when the cost would fit,
-// and the remaining cost per rule.
+// replay runs every workload through a Redis limiter and its oracle, one key
+// per workload, and requires every decision to be identical: admitted, the
+// instant decided at, when the cost would fit, and the remaining cost per
+// rule. Each call is preceded by CheckN at the same instant, which must answer
+// what AllowN then decides (so it wrote nothing).
 func replay(t *testing.T, c redis.Client, exact bool) {
 	const seed = 20260101
 	t.Logf("seed %d", seed)
@@ -48,8 +49,21 @@ func replay(t *testing.T, c redis.Client, exact bool) {
 			key := "key-" + name
 			admitted, refused := 0, 0
 			for i, cl := range wl[name] {
+				chk, err := l.CheckN(ctxT(t), key, at(cl.t), cl.n)
+				require.NoError(t, err, "rules %d %s step %d: CheckN", ri, name, i)
 				d, err := l.AllowN(ctxT(t), key, at(cl.t), cl.n)
 				require.NoError(t, err, "rules %d %s step %d", ri, name, i)
+				// CheckN wrote nothing and answered what AllowN then did;
+				// its Remaining is the state before the admission.
+				before := append([]int(nil), d.Remaining...)
+				if d.Allowed {
+					for r := range before {
+						before[r] += cl.n
+					}
+				}
+				if chk.Allowed != d.Allowed || !chk.At.Equal(d.At) || !chk.ReadyAt.Equal(d.ReadyAt) || fmt.Sprint(chk.Remaining) != fmt.Sprint(before) {
+					t.Fatalf("rules %d %s step %d: CheckN(t=%d, n=%d) = %+v, then AllowN = %+v", ri, name, i, cl.t-epoch, cl.n, chk, d)
+				}
 				var ok bool
 				var atUS, ready int64
 				var rem []int

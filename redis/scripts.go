@@ -30,8 +30,8 @@ func newScript(src string) script {
 // cap stamps (doubles, microseconds; 0 is an empty slot). Stamps are written
 // in non-decreasing order: an instant before the newest stamp is treated as
 // that stamp. ARGV: cap, now (-1: the server's TIME), n, ttl in milliseconds,
-// then limit and window (microseconds) for each rule; cap is the largest
-// limit.
+// dry ("1": decide, write nothing, report the state before the call), then
+// limit and window (microseconds) for each rule; cap is the largest limit.
 //
 // Rule (l, w) admits n at t iff the (l-n+1)-th newest stamp is empty or at
 // most t-w: then at most l-n stamps lie in (t-w, t]. The count behind
@@ -49,7 +49,8 @@ local cap = tonumber(ARGV[1])
 local now = tonumber(ARGV[2])
 local n = tonumber(ARGV[3])
 local ttl = tonumber(ARGV[4])
-local nr = (#ARGV - 4) / 2
+local dry = ARGV[5] == '1'
+local nr = (#ARGV - 5) / 2
 if now < 0 then
   local tm = redis.call('TIME')
   now = tonumber(tm[1]) * 1000000 + tonumber(tm[2])
@@ -85,8 +86,8 @@ local ok = n >= 0
 local ready = now
 local used = {}
 for r = 0, nr - 1 do
-  local l = tonumber(ARGV[5 + 2 * r])
-  local w = tonumber(ARGV[6 + 2 * r])
+  local l = tonumber(ARGV[6 + 2 * r])
+  local w = tonumber(ARGV[7 + 2 * r])
   if n > l then
     ok = false
     ready = -1
@@ -108,9 +109,9 @@ end
 if n < 0 then ready = -1 end
 local out = {0, now, ready}
 for r = 0, nr - 1 do
-  out[4 + r] = tonumber(ARGV[5 + 2 * r]) - used[r]
+  out[4 + r] = tonumber(ARGV[6 + 2 * r]) - used[r]
 end
-if ok and n > 0 then
+if ok and n > 0 and not dry then
   for r = 0, nr - 1 do out[4 + r] = out[4 + r] - n end
   local p = struct.pack('<d', now)
   if len == 0 then
@@ -144,8 +145,8 @@ return out
 // KEYS[1] holds a string of 24 bytes per rule: three little-endian doubles,
 // the start of the rule's current window (microseconds), the cost admitted
 // in the window before it (prev) and in it (curr). ARGV: now (-1: the
-// server's TIME), n, the least TTL (microseconds), then limit and window
-// (microseconds) for each rule. The key lives until the last rule's state
+// server's TIME), n, the least TTL (microseconds), dry (as for the log), then
+// limit and window (microseconds) for each rule. The key lives until the last rule's state
 // expires: ws+2w, at the least the least TTL.
 //
 // Each rule decides as package window does: at t = max(now, start), with
@@ -158,7 +159,8 @@ local key = KEYS[1]
 local now = tonumber(ARGV[1])
 local n = tonumber(ARGV[2])
 local minttl = tonumber(ARGV[3])
-local nr = (#ARGV - 3) / 2
+local dry = ARGV[4] == '1'
+local nr = (#ARGV - 4) / 2
 if now < 0 then
   local tm = redis.call('TIME')
   now = tonumber(tm[1]) * 1000000 + tonumber(tm[2])
@@ -200,8 +202,8 @@ local ok = n >= 0
 local ready = now
 local st = {}
 for r = 0, nr - 1 do
-  local l = tonumber(ARGV[4 + 2 * r])
-  local w = tonumber(ARGV[5 + 2 * r])
+  local l = tonumber(ARGV[5 + 2 * r])
+  local w = tonumber(ARGV[6 + 2 * r])
   local ws, p, c, t = now, 0, 0, now
   if raw then
     local start, pv, cv = struct.unpack('<ddd', raw, 1 + 24 * r)
@@ -229,7 +231,7 @@ for r = 0, nr - 1 do
     end
   end
 end
-if ok and n > 0 then
+if ok and n > 0 and not dry then
   local parts = {}
   local ttl = minttl
   for r = 0, nr - 1 do
