@@ -29,9 +29,11 @@
 //
 // Every method takes the instant it decides at; Allow and Wait read the clock
 // themselves. Instants are measured from an instant taken in the constructor,
-// on the monotonic clock for readings from time.Now. An instant earlier than
-// the latest one the limiter has admitted at is treated as that latest
-// instant: state never moves backwards.
+// on the monotonic clock for readings from time.Now. A Limiter treats an
+// instant earlier than the latest one it has admitted at as that latest
+// instant; an Approx treats an instant before the start of a rule's current
+// window as that start, as package window does. Either way state never moves
+// backwards, and a stale instant never lets more through.
 package multi
 
 import (
