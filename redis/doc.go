@@ -7,7 +7,8 @@
 // Each decision is one Lua script call on one Redis key: one round trip,
 // atomic on the server, whose reply carries everything an HTTP 429 needs
 // (admitted, the remaining cost per rule, and when the cost would fit). A
-// refused call writes nothing. The semantics and the edges follow the
+// refused call writes nothing; CheckN asks the same question and records
+// nothing. The semantics and the edges follow the
 // in-process limiters of this module (docs/api-contract.md): NewLog decides
 // exactly as package multi's exact limiter would, NewWindow as package
 // window's two-counter formula would, rule by rule.
