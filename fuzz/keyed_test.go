@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slidelimit/slidelimit/internal/oracle"
 	"github.com/slidelimit/slidelimit/keyed"
 	"github.com/slidelimit/slidelimit/ring"
 )
@@ -18,7 +19,7 @@ import (
 // count, Range's keys and Len. The factory fails, returns nil or panics when
 // an operation says so.
 //
-// The model is a per-key naive sliding log (logOracle) that a sweep never
+// The model is a per-key naive sliding log (oracle.Log) that a sweep never
 // clears, only Delete, since evicting an idle key must change no decision;
 // the set of keys present; the MaxKeys bound; and the floor every sweep
 // raises. One thing the model cannot know is whether a full Limiter skipped
@@ -68,7 +69,7 @@ type keyedModel struct {
 	limit   int
 	window  int64
 	maxKeys int
-	logs    map[int]*logOracle // kept across sweeps, dropped by Delete
+	logs    map[int]*oracle.Log // kept across sweeps, dropped by Delete
 	present map[int]bool
 	floor   int64
 	swept   bool // floor is set
@@ -82,10 +83,10 @@ func (m *keyedModel) clamp(now int64) int64 {
 	return now
 }
 
-func (m *keyedModel) log(key int) *logOracle {
+func (m *keyedModel) log(key int) *oracle.Log {
 	o := m.logs[key]
 	if o == nil {
-		o = &logOracle{limit: int64(m.limit), window: m.window}
+		o = oracle.NewLog(oracle.Rule{Limit: int64(m.limit), Window: m.window})
 		m.logs[key] = o
 	}
 	return o
@@ -97,7 +98,7 @@ func (m *keyedModel) sweep(now int64) int {
 	m.floor, m.swept = s, true
 	removed := 0
 	for key := range m.present {
-		if o := m.log(key); !o.seen || o.latest <= s-m.window {
+		if m.log(key).IdleAt(s) {
 			delete(m.present, key)
 			removed++
 		}
@@ -123,7 +124,7 @@ func runKeyed(t *testing.T, limit int, window time.Duration, maxKeys int, kinds 
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := &keyedModel{limit: limit, window: int64(window), maxKeys: maxKeys, logs: map[int]*logOracle{}, present: map[int]bool{}}
+	m := &keyedModel{limit: limit, window: int64(window), maxKeys: maxKeys, logs: map[int]*oracle.Log{}, present: map[int]bool{}}
 	at := func(off int64) time.Time { return epoch.Add(time.Duration(off)) }
 	now := int64(0)
 	for i, c := range ops {
@@ -250,7 +251,7 @@ func checkDecide(t *testing.T, k *keyed.Limiter[float64, *ring.Limiter], m *keye
 	if panicked != nil || err != nil {
 		fail("a decision by the key's limiter")
 	}
-	if want := m.log(key).allowN(m.clamp(now), n); got != want {
+	if want := m.log(key).AllowN(m.clamp(now), n); got != want {
 		fail(fmt.Sprint(want))
 	}
 }
@@ -260,7 +261,7 @@ func checkQueries(t *testing.T, k *keyed.Limiter[float64, *ring.Limiter], m *key
 	t.Helper()
 	tokens := k.TokensAt(fkey, at(now))
 	ready, ok := k.ReadyAt(fkey, at(now), n)
-	var wantTokens int64
+	var wantTokens int
 	var wantReady int64
 	var wantOK bool
 	s := m.clamp(now)
@@ -271,13 +272,13 @@ func checkQueries(t *testing.T, k *keyed.Limiter[float64, *ring.Limiter], m *key
 		wantReady = now
 	default:
 		o := m.log(key)
-		wantTokens = o.tokensAt(s)
-		wantReady, wantOK = o.readyAt(s, n)
+		wantTokens = o.TokensAt(s)
+		wantReady, wantOK = o.ReadyAt(s, n)
 		if wantOK && wantReady <= s {
 			wantReady = now
 		}
 	}
-	if int64(tokens) != wantTokens {
+	if tokens != wantTokens {
 		t.Fatalf("%s: TokensAt = %d, model %d", where(), tokens, wantTokens)
 	}
 	if ok != wantOK || (ok && ready.Sub(epoch) != time.Duration(wantReady)) {
