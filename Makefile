@@ -68,7 +68,7 @@ redis-server:
 
 redis: redis-server
 	@echo "== redis module: go test -race against real servers"
-	cd redis && go test -race -count=1 ./...
+	cd redis && go test -race -shuffle=on -count=1 ./...
 
 # Every Fuzz target in fuzz/ for a short bounded run (FUZZEXECS executions
 # each, a few seconds to about 20 s on 2 cores).
