@@ -3,137 +3,18 @@ package fuzz
 import (
 	"context"
 	"errors"
-	"math/big"
 	"testing"
 	"time"
 
+	"github.com/slidelimit/slidelimit/internal/oracle"
 	"github.com/slidelimit/slidelimit/multi"
 	"github.com/slidelimit/slidelimit/window"
 )
 
-// multiTwo is the two-counter reference: per rule the start of its current
-// window and its counters, the formula in big integers. A rule's windows
-// start at its first admission and follow each other back to back; once
-// two windows have passed since the current one started (both counters
-// zero), the next admission starts a new series. An instant before a rule's
-// current window is decided at the window's start.
-type multiTwo struct {
-	rules []multi.Rule
-	seen  bool
-	st    []twoCounters
-	logs  [][]stamp // per rule, each admission at the instant the rule decided it at
-}
-
-type twoCounters struct{ start, prev, curr int64 }
-
-// view returns rule i's window and elapsed time at instant t, clamped to
-// the start of the rule's current window.
-func (o *multiTwo) view(i int, t int64) (twoCounters, int64) {
-	w := int64(o.rules[i].Window)
-	if o.seen {
-		s := o.st[i]
-		t = max(t, s.start)
-		if t-s.start < w {
-			return s, t - s.start
-		}
-		if t-s.start < 2*w {
-			return twoCounters{start: s.start + w, prev: s.curr}, t - s.start - w
-		}
-	}
-	return twoCounters{start: t}, 0
-}
-
-func (o *multiTwo) admits(i int, c twoCounters, el int64, n int) bool {
-	r := o.rules[i]
-	w := big.NewInt(int64(r.Window))
-	lhs := new(big.Int).Mul(big.NewInt(c.prev), new(big.Int).Sub(w, big.NewInt(el)))
-	lhs.Add(lhs, new(big.Int).Mul(big.NewInt(c.curr+int64(n)), w))
-	return lhs.Cmp(new(big.Int).Mul(big.NewInt(int64(r.Limit)), w)) <= 0
-}
-
-func (o *multiTwo) fits(t int64, n int) bool {
-	for i := range o.rules {
-		c, el := o.view(i, t)
-		if !o.admits(i, c, el, n) {
-			return false
-		}
-	}
-	return true
-}
-
-func (o *multiTwo) remaining(t int64) []int {
-	out := make([]int, len(o.rules))
-	for i, r := range o.rules {
-		c, el := o.view(i, t)
-		for out[i] < r.Limit && o.admits(i, c, el, out[i]+1) {
-			out[i]++
-		}
-	}
-	return out
-}
-
-func (o *multiTwo) allowN(now int64, n int) bool {
-	if n == 0 {
-		return true
-	}
-	if n < 0 {
-		return false
-	}
-	if !o.fits(now, n) {
-		return false
-	}
-	for i := range o.rules {
-		c, _ := o.view(i, now)
-		c.curr += int64(n)
-		o.st[i] = c
-	}
-	o.seen = true
-	for i := range o.rules {
-		o.logs[i] = append(o.logs[i], stamp{at: max(now, o.st[i].start), cost: int64(n)})
-	}
-	return true
-}
-
-// readyAt searches for the first instant that fits: the instants that fit
-// form an up-set (counters only decay while nothing is admitted, and a
-// stale instant is decided at a window start, not later), and every rule
-// fits two windows after its start.
-func (o *multiTwo) readyAt(now int64, n int) (int64, bool) {
-	if at, ok, done := readyEdges(now, n, o.rules); done {
-		return at, ok
-	}
-	if o.fits(now, n) {
-		return now, true
-	}
-	lo, hi := now, now
-	for i, r := range o.rules {
-		hi = max(hi, o.st[i].start+2*int64(r.Window))
-	}
-	for lo < hi { // fits(hi), and lo does not fit or lo == t
-		mid := lo + (hi-lo)/2
-		if o.fits(mid, n) {
-			hi = mid
-		} else {
-			lo = mid + 1
-		}
-	}
-	return hi, true
-}
-
-func (o *multiTwo) idleAt(now int64) bool {
-	if !o.seen {
-		return true
-	}
-	for i, r := range o.rules {
-		if now-o.st[i].start < 2*int64(r.Window) {
-			return false
-		}
-	}
-	return true
-}
-
 // FuzzMultiApprox checks the approximate flavour decision by decision
-// against the two-counter formula of every rule in big integers, and the
+// against the two-counter model (oracle.TwoCounter: windows anchored at an
+// admission into an idle rule, a stale instant decided at its rule's window
+// start), and the
 // 2*limit-1 bound of every rule over windows of every alignment.
 func FuzzMultiApprox(f *testing.F) {
 	multiSeeds(f)
@@ -143,10 +24,10 @@ func FuzzMultiApprox(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ref := &multiTwo{rules: rules, st: make([]twoCounters, len(rules)), logs: make([][]stamp, len(rules))}
+		ref := oracle.NewTwoCounter(oracle.StaleToStart, oracle.AnchorIdle, oracleRules(rules)...)
 		replayMulti(t, rules, ops, l, ref)
 		for i, r := range rules {
-			if m := maxInAnyWindow(ref.logs[i], int64(r.Window)); m > int64(2*r.Limit-1) {
+			if m := oracle.MaxInWindow(ref.Stamps(i), int64(r.Window)); m > int64(2*r.Limit-1) {
 				t.Fatalf("rules %v: %d admitted in some window of %v, bound %d", rules, m, r.Window, 2*r.Limit-1)
 			}
 		}

@@ -1,12 +1,12 @@
 package fuzz
 
 import (
-	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/slidelimit/slidelimit/internal/oracle"
 	"github.com/slidelimit/slidelimit/multi"
 	"github.com/slidelimit/slidelimit/ring"
 )
@@ -64,16 +64,16 @@ func concurrentReplay(t *testing.T, l exact, rules []multi.Rule, data []byte, sp
 	at := func(off int64) time.Time { return t0.Add(time.Duration(off)) }
 
 	// Sequential prefix: exact equality with the naive log.
-	o := &multiLog{rules: rules}
+	o := oracle.NewLog(oracleRules(rules)...)
 	var all []interval
 	now := int64(time.Hour) // room for queries an hour before
 	for i, c := range calls[:split] {
 		now += int64(c.dt)
-		if g, w := l.TokensAt(at(now)), slices.Min(o.remaining(now)); g != w {
+		if g, w := l.TokensAt(at(now)), o.TokensAt(now); g != w {
 			t.Fatalf("rules %v call %d: TokensAt(%d) = %d, naive log %d", rules, i, now, g, w)
 		}
-		clamped := o.clamp(now)
-		g, w := l.AllowN(at(now), c.n), o.allowN(now, c.n)
+		clamped := o.Clamp(now)
+		g, w := l.AllowN(at(now), c.n), o.AllowN(now, c.n)
 		if g != w {
 			t.Fatalf("rules %v call %d: AllowN(%d, %d) = %v, naive log %v", rules, i, now, c.n, g, w)
 		}
@@ -86,7 +86,8 @@ func concurrentReplay(t *testing.T, l exact, rules []multi.Rule, data []byte, sp
 	// asks at other instants (the decoded queries, or all kinds in turn)
 	// until they are done, so that its calls meet admissions in flight.
 	var clk atomic.Int64
-	clk.Store(max(now, o.latest))
+	latest, _ := o.Latest()
+	clk.Store(max(now, latest))
 	const admitters = 2
 	var oversize atomic.Int64
 	var queries []int

@@ -6,14 +6,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slidelimit/slidelimit/internal/oracle"
 	"github.com/slidelimit/slidelimit/multi"
 )
 
 // The multi targets decode a rule set from the first bytes and a call
-// sequence from the rest, and replay it through the limiter and through one
-// naive reference per rule combined with the all-or-nothing rule: a call is
-// admitted iff every rule's reference admits it, and then every reference
-// records it. Before each call they compare TokensAt, RemainingAt (per rule),
+// sequence from the rest, and replay it through the limiter and through the
+// model of internal/oracle it promises (the exact log for multi.New, the
+// two-counter estimate for multi.NewApprox), all-or-nothing over the rules. Before each call they compare TokensAt, RemainingAt (per rule),
 // ReadyAt and IdleAt; at the end they check every rule's bound over windows
 // of every alignment.
 
@@ -50,102 +50,6 @@ func multiSeeds(f *testing.F) {
 	f.Add([]byte{1, 7 | 6<<3, 0 | 5<<3, 0, 239, 22, 0, 0, 0, 17, 0, 0, 250, 0, 247})
 }
 
-// multiLog is the exact reference: one sorted-slice log shared by the rules,
-// each rule checking its own window.
-type multiLog struct {
-	rules  []multi.Rule
-	latest int64
-	seen   bool
-	log    []stamp
-}
-
-func (o *multiLog) clamp(now int64) int64 {
-	if o.seen && now < o.latest {
-		return o.latest
-	}
-	return now
-}
-
-func (o *multiLog) remaining(t int64) []int {
-	t = o.clamp(t)
-	out := make([]int, len(o.rules))
-	for i, r := range o.rules {
-		out[i] = max(0, r.Limit-int(costIn(o.log, t-int64(r.Window), t)))
-	}
-	return out
-}
-
-func (o *multiLog) fits(t int64, n int) bool {
-	for _, v := range o.remaining(t) {
-		if n > v {
-			return false
-		}
-	}
-	return true
-}
-
-func (o *multiLog) allowN(now int64, n int) bool {
-	if n == 0 {
-		return true
-	}
-	if n < 0 {
-		return false
-	}
-	t := o.clamp(now)
-	if !o.fits(t, n) {
-		return false
-	}
-	o.log = append(o.log, stamp{at: t, cost: int64(n)})
-	o.latest, o.seen = t, true
-	return true
-}
-
-// readyEdges answers the cases of ReadyAt every oracle shares: n == 0 is ready
-// now; n < 0 or above the smallest limit never is. done is false otherwise.
-func readyEdges(now int64, n int, rules []multi.Rule) (at int64, ok, done bool) {
-	switch {
-	case n == 0:
-		return now, true, true
-	case n < 0 || n > slices.MinFunc(rules, func(a, b multi.Rule) int { return a.Limit - b.Limit }).Limit:
-		return 0, false, true
-	}
-	return 0, false, false
-}
-
-// readyAt tries every instant at which some stamp leaves some rule's window.
-func (o *multiLog) readyAt(now int64, n int) (int64, bool) {
-	if at, ok, done := readyEdges(now, n, o.rules); done {
-		return at, ok
-	}
-	t := o.clamp(now)
-	if o.fits(t, n) {
-		return now, true
-	}
-	var cands []int64
-	for _, s := range o.log {
-		for _, r := range o.rules {
-			if c := s.at + int64(r.Window); c > t {
-				cands = append(cands, c)
-			}
-		}
-	}
-	slices.Sort(cands)
-	for _, c := range cands {
-		if o.fits(c, n) {
-			return c, true
-		}
-	}
-	panic("unreachable: every stamp eventually leaves")
-}
-
-func (o *multiLog) idleAt(now int64) bool {
-	var w int64
-	for _, r := range o.rules {
-		w = max(w, int64(r.Window))
-	}
-	return !o.seen || o.latest <= now-w
-}
-
 // multiUnderTest is what both flavours provide.
 type multiUnderTest interface {
 	AllowN(now time.Time, n int) bool
@@ -159,21 +63,13 @@ type multiRemaining interface {
 	RemainingAt(now time.Time, dst []int) []int
 }
 
-// multiRef is what both references provide.
-type multiRef interface {
-	allowN(now int64, n int) bool
-	remaining(now int64) []int
-	readyAt(now int64, n int) (int64, bool)
-	idleAt(now int64) bool
-}
-
 // replayMulti replays the calls data decodes to through l and ref, and
 // fails at the first answer where they differ.
-func replayMulti(t *testing.T, rules []multi.Rule, data []byte, l multiUnderTest, ref multiRef) {
+func replayMulti(t *testing.T, rules []multi.Rule, data []byte, l multiUnderTest, ref oracle.Model) {
 	t.Helper()
-	minLimit, maxLimit := rules[0].Limit, 0
+	maxLimit := 0
 	for _, r := range rules {
-		minLimit, maxLimit = min(minLimit, r.Limit), max(maxLimit, r.Limit)
+		maxLimit = max(maxLimit, r.Limit)
 	}
 	t0 := time.Now()
 	var now int64
@@ -181,7 +77,7 @@ func replayMulti(t *testing.T, rules []multi.Rule, data []byte, l multiUnderTest
 	for i, o := range decodeOps(data, rules[0].Window, maxLimit) {
 		now += int64(o.dt)
 		at := t0.Add(time.Duration(now))
-		want := ref.remaining(now)
+		want := ref.RemainingAt(now)
 		if r, ok := l.(multiRemaining); ok {
 			buf = r.RemainingAt(at, buf[:0])
 			if fmt.Sprint(buf) != fmt.Sprint(want) {
@@ -192,21 +88,21 @@ func replayMulti(t *testing.T, rules []multi.Rule, data []byte, l multiUnderTest
 			t.Fatalf("rules %v call %d: TokensAt(%d) = %d, reference %d", rules, i, now, got, w)
 		}
 		ga, gok := l.ReadyAt(at, o.n)
-		wa, wok := ref.readyAt(now, o.n)
+		wa, wok := ref.ReadyAt(now, o.n)
 		if gok != wok || gok && ga.Sub(t0) != time.Duration(wa) {
 			t.Fatalf("rules %v call %d: ReadyAt(%d, %d) = %d, %v; reference %d, %v", rules, i, now, o.n, ga.Sub(t0), gok, wa, wok)
 		}
-		if got, w := l.IdleAt(at), ref.idleAt(now); got != w {
+		if got, w := l.IdleAt(at), ref.IdleAt(now); got != w {
 			t.Fatalf("rules %v call %d: IdleAt(%d) = %v, reference %v", rules, i, now, got, w)
 		}
-		if got, w := l.AllowN(at, o.n), ref.allowN(now, o.n); got != w {
+		if got, w := l.AllowN(at, o.n), ref.AllowN(now, o.n); got != w {
 			t.Fatalf("rules %v call %d: AllowN(%d, %d) = %v, reference %v", rules, i, now, o.n, got, w)
 		}
 	}
 }
 
-// FuzzMulti checks the exact flavour decision by decision against one naive
-// log per rule, and the bound of every rule over windows of every alignment.
+// FuzzMulti checks the exact flavour decision by decision against the naive
+// log (oracle.Log), and the bound of every rule over windows of every alignment.
 func FuzzMulti(f *testing.F) {
 	multiSeeds(f)
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -215,10 +111,10 @@ func FuzzMulti(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ref := &multiLog{rules: rules}
+		ref := oracle.NewLog(oracleRules(rules)...)
 		replayMulti(t, rules, ops, l, ref)
 		for _, r := range rules {
-			if m := maxInAnyWindow(ref.log, int64(r.Window)); m > int64(r.Limit) {
+			if m := oracle.MaxInWindow(ref.Stamps(), int64(r.Window)); m > int64(r.Limit) {
 				t.Fatalf("rules %v: %d admitted in some window of %v, limit %d", rules, m, r.Window, r.Limit)
 			}
 		}

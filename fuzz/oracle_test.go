@@ -1,13 +1,15 @@
 package fuzz
 
 import (
-	"slices"
 	"time"
+
+	"github.com/slidelimit/slidelimit/internal/oracle"
+	"github.com/slidelimit/slidelimit/multi"
 )
 
-// This file holds the reference implementations the fuzz targets compare
-// against. They are deliberately naive: an unbounded sorted slice of stamps,
-// linear scans, no cleverness that could share a bug with the code under test.
+// This file holds what the fuzz targets share: the decoder of call sequences
+// and the conversion of rules for the models of internal/oracle, which every
+// target compares the limiters against.
 
 // op is one decoded call: advance the simulated clock by dt (which may be
 // negative: a caller presenting a stale instant), then ask for n.
@@ -67,90 +69,11 @@ func decodeOps(data []byte, window time.Duration, limit int) []op {
 // maxOps bounds the length of a decoded call sequence.
 const maxOps = 150
 
-// stamp is one admission as the oracle records it: its instant (nanoseconds on
-// the simulated clock) and its cost.
-type stamp struct {
-	at   int64
-	cost int64
-}
-
-// logOracle is the naive sliding log with the clamping rule of the library:
-// an instant earlier than the latest one seen is treated as the latest.
-type logOracle struct {
-	limit  int64
-	window int64
-	latest int64
-	seen   bool
-	log    []stamp
-}
-
-// clamp applies the time-never-goes-backwards rule.
-func (o *logOracle) clamp(now int64) int64 {
-	if o.seen && now < o.latest {
-		return o.latest
+// oracleRules converts rules for the models.
+func oracleRules(rules []multi.Rule) []oracle.Rule {
+	out := make([]oracle.Rule, len(rules))
+	for i, r := range rules {
+		out[i] = oracle.R(r.Limit, r.Window)
 	}
-	return now
-}
-
-// costIn returns the cost stamped in (lo, hi].
-func costIn(log []stamp, lo, hi int64) int64 {
-	var c int64
-	for _, s := range log {
-		if s.at > lo && s.at <= hi {
-			c += s.cost
-		}
-	}
-	return c
-}
-
-// allowN is the decision of the exact sliding log at now for cost n.
-func (o *logOracle) allowN(now int64, n int) bool {
-	if n == 0 {
-		return true
-	}
-	if n < 0 || int64(n) > o.limit {
-		return false
-	}
-	t := o.clamp(now)
-	if costIn(o.log, t-o.window, t)+int64(n) > o.limit {
-		return false
-	}
-	o.log = append(o.log, stamp{at: t, cost: int64(n)})
-	o.latest, o.seen = t, true
-	return true
-}
-
-// tokensAt is the largest cost the log would admit at now.
-func (o *logOracle) tokensAt(now int64) int64 {
-	t := o.clamp(now)
-	return o.limit - costIn(o.log, t-o.window, t)
-}
-
-// maxInAnyWindow returns the largest cost stamped in any window (t-w, t], over
-// every alignment. The maximum is reached by a window whose right end is a
-// stamp, so checking those suffices. The log need not be sorted.
-func maxInAnyWindow(log []stamp, w int64) int64 {
-	s := slices.Clone(log)
-	slices.SortFunc(s, func(a, b stamp) int {
-		switch {
-		case a.at < b.at:
-			return -1
-		case a.at > b.at:
-			return 1
-		}
-		return 0
-	})
-	var best, sum int64
-	lo := 0
-	for hi := range s {
-		sum += s[hi].cost
-		for s[lo].at <= s[hi].at-w {
-			sum -= s[lo].cost
-			lo++
-		}
-		// Stamps equal to s[hi].at that come after hi belong to the same
-		// window; they are added as hi advances, and best is taken at each.
-		best = max(best, sum)
-	}
-	return best
+	return out
 }

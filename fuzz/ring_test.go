@@ -1,39 +1,12 @@
 package fuzz
 
 import (
-	"sort"
 	"testing"
 	"time"
 
+	"github.com/slidelimit/slidelimit/internal/oracle"
 	"github.com/slidelimit/slidelimit/ring"
 )
-
-// readyAt is the naive answer to ReadyAt: the earliest instant u >= now at
-// which the log (clamped as the limiter clamps) would admit n. The answer is
-// now itself or the instant some stamp leaves the window, so those are the
-// only candidates.
-func (o *logOracle) readyAt(now int64, n int) (int64, bool) {
-	if n == 0 {
-		return now, true
-	}
-	if n < 0 || int64(n) > o.limit {
-		return 0, false
-	}
-	cands := []int64{now}
-	for _, s := range o.log {
-		if s.at+o.window > now {
-			cands = append(cands, s.at+o.window)
-		}
-	}
-	sort.Slice(cands, func(i, j int) bool { return cands[i] < cands[j] })
-	for _, u := range cands {
-		t := o.clamp(u)
-		if costIn(o.log, t-o.window, t)+int64(n) <= o.limit {
-			return u, true
-		}
-	}
-	return 0, false // unreachable: the last candidate empties the window
-}
 
 // ringConfig decodes a limit and a window from the first bytes.
 func ringConfig(data []byte) (limit int, window time.Duration, rest []byte) {
@@ -49,7 +22,7 @@ func ringConfig(data []byte) (limit int, window time.Duration, rest []byte) {
 var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // FuzzRing replays a decoded call sequence through ring.Limiter and the naive
-// sliding log, and requires every AllowN, TokensAt, ReadyAt and IdleAt answer
+// sliding log (oracle.Log), and requires every AllowN, TokensAt, ReadyAt and IdleAt answer
 // to be equal, and the admitted cost in every window of the run, over any
 // alignment, to be at most the limit.
 func FuzzRing(f *testing.F) {
@@ -66,28 +39,27 @@ func FuzzRing(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		o := &logOracle{limit: int64(limit), window: int64(window)}
+		o := oracle.NewLog(oracle.R(limit, window))
 		now := int64(0)
 		for i, c := range decodeOps(rest, window, limit) {
 			now += int64(c.dt)
 			at := epoch.Add(time.Duration(now))
-			if g, w := l.TokensAt(at), o.tokensAt(now); int64(g) != w {
+			if g, w := l.TokensAt(at), o.TokensAt(now); g != w {
 				t.Fatalf("call %d: TokensAt(%d) = %d, oracle %d", i, now, g, w)
 			}
 			gr, gok := l.ReadyAt(at, c.n)
-			wr, wok := o.readyAt(now, c.n)
+			wr, wok := o.ReadyAt(now, c.n)
 			if gok != wok || (gok && gr.Sub(epoch) != time.Duration(wr)) {
 				t.Fatalf("call %d: ReadyAt(%d, %d) = %d, %v; oracle %d, %v", i, now, c.n, gr.Sub(epoch), gok, wr, wok)
 			}
-			wantIdle := !o.seen || o.latest <= now-o.window
-			if g := l.IdleAt(at); g != wantIdle {
+			if g, wantIdle := l.IdleAt(at), o.IdleAt(now); g != wantIdle {
 				t.Fatalf("call %d: IdleAt(%d) = %v, oracle %v", i, now, g, wantIdle)
 			}
-			if g, w := l.AllowN(at, c.n), o.allowN(now, c.n); g != w {
+			if g, w := l.AllowN(at, c.n), o.AllowN(now, c.n); g != w {
 				t.Fatalf("call %d: AllowN(%d, %d) = %v, oracle %v (limit %d, window %v)", i, now, c.n, g, w, limit, window)
 			}
 		}
-		if m := maxInAnyWindow(o.log, int64(window)); m > int64(limit) {
+		if m := oracle.MaxInWindow(o.Stamps(), int64(window)); m > int64(limit) {
 			t.Fatalf("%d admitted in one window of %v, limit %d", m, window, limit)
 		}
 	})

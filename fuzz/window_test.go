@@ -2,22 +2,24 @@ package fuzz
 
 import (
 	"fmt"
-	"math/big"
 	"math/rand/v2"
 	"runtime"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/slidelimit/slidelimit/internal/oracle"
 	"github.com/slidelimit/slidelimit/multi"
 	"github.com/slidelimit/slidelimit/window"
 )
 
 // FuzzWindow decodes a configuration from the first two bytes and a call
 // sequence from the rest (decodeOps), replays it on simulated time through
-// window.Limiter and through windowOracle, and fails on the first difference
+// window.Limiter and through the two-counter model (oracle.TwoCounter with
+// window's rules: windows anchored at an admission into an idle limiter and
+// following back to back, a stale instant decided at the start of the
+// current window), and fails on the first difference
 // in AllowN, TokensAt, ReadyAt or IdleAt. Whenever IdleAt is true it also
 // starts a new limiter and checks that both decide every later call alike
 // (until a call goes back before that instant, which the contract does not
@@ -40,106 +42,6 @@ var windowT0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 // windowMaxOps bounds the calls replayed from one input, so that an input the
 // fuzzer grows large still runs in milliseconds.
 const windowMaxOps = 400
-
-// windowOracle evaluates the two-counter formula exactly, in math/big, on
-// counts taken from the naive log of admissions. Its alignment rule is
-// written directly from the package documentation: windows are
-// [anchor+k*W, anchor+(k+1)*W); a limiter whose current and previous windows
-// are both empty is idle, and an admission into an idle limiter anchors the
-// grid at its own instant. An instant before the start of the window of the
-// latest admission is treated as that start.
-type windowOracle struct {
-	limit, window int64
-	anchored      bool
-	anchor        int64
-	floor         int64
-	log           []stamp
-	floors        []int64 // floors[i] is floor when log[i] was admitted; non-decreasing
-
-	lhs, rhs, x big.Int // scratch for fitsCounts
-}
-
-// at returns the clamped instant, its window's start and the two counts;
-// idle means both counts are zero (or nothing was ever admitted), in which
-// case an admission would start a window at t.
-func (o *windowOracle) at(now int64) (t, ws, prev, curr int64, idle bool) {
-	if !o.anchored {
-		return now, now, 0, 0, true
-	}
-	t = max(now, o.floor)
-	ws = o.anchor + (t-o.anchor)/o.window*o.window
-	// Count the stamps in [ws-W, ws) and [ws, ws+W). A stamp admitted when
-	// floor was f lies in [f, f+W); floors are grid points of the anchor at
-	// the time, and the stamps of an older anchor all lie more than W
-	// before the newer one, so stamps with a floor below ws-W lie before
-	// ws-W and need not be scanned. (The scan itself is the naive one.)
-	from, _ := slices.BinarySearch(o.floors, ws-o.window)
-	for _, s := range o.log[from:] {
-		switch {
-		case s.at >= ws-o.window && s.at < ws:
-			prev += s.cost
-		case s.at >= ws && s.at < ws+o.window:
-			curr += s.cost
-		}
-	}
-	if prev == 0 && curr == 0 {
-		return t, t, 0, 0, true
-	}
-	return t, ws, prev, curr, false
-}
-
-// fitsCounts evaluates prev*(W-el) + (curr+n)*W <= limit*W in math/big.
-func (o *windowOracle) fitsCounts(prev, curr, el, n int64) bool {
-	o.lhs.Mul(o.lhs.SetInt64(prev), o.x.SetInt64(o.window-el))
-	o.rhs.Mul(o.rhs.SetInt64(curr+n), o.x.SetInt64(o.window))
-	o.lhs.Add(&o.lhs, &o.rhs)
-	o.rhs.Mul(o.rhs.SetInt64(o.limit), &o.x)
-	return o.lhs.Cmp(&o.rhs) <= 0
-}
-
-// fits reports whether n fits at now.
-func (o *windowOracle) fits(now, n int64) bool {
-	t, ws, prev, curr, _ := o.at(now)
-	return o.fitsCounts(prev, curr, t-ws, n)
-}
-
-func (o *windowOracle) allowN(now int64, n int) bool {
-	if n == 0 {
-		return true
-	}
-	if n < 0 || int64(n) > o.limit {
-		return false
-	}
-	t, ws, prev, curr, idle := o.at(now)
-	if !o.fitsCounts(prev, curr, t-ws, int64(n)) {
-		return false
-	}
-	if idle {
-		o.anchored, o.anchor = true, t
-	}
-	o.floor = ws
-	o.log = append(o.log, stamp{at: t, cost: int64(n)})
-	o.floors = append(o.floors, ws)
-	return true
-}
-
-// tokens is the largest n that fits: the candidate limit - curr -
-// ceil(prev*(W-el)/W), computed in math/big and then checked against the
-// definition (it fits, one more does not).
-func (o *windowOracle) tokens(now int64) int64 {
-	t, ws, prev, curr, _ := o.at(now)
-	el := t - ws
-	var q, r big.Int
-	q.QuoRem(new(big.Int).Mul(big.NewInt(prev), big.NewInt(o.window-el)), big.NewInt(o.window), &r)
-	if r.Sign() != 0 {
-		q.Add(&q, big.NewInt(1))
-	}
-	k := max(o.limit-curr-q.Int64(), 0)
-	if k > 0 && !o.fitsCounts(prev, curr, el, k) || k < o.limit && o.fitsCounts(prev, curr, el, k+1) {
-		panic(fmt.Sprintf("oracle: %d is not the largest n that fits", k))
-	}
-	return k
-}
 
 func windowSeeds(f *testing.F) {
 	// Configuration bytes: limit index, window index. Then (step, n) pairs:
@@ -175,7 +77,7 @@ func replayWindow(t *testing.T, data []byte) {
 		if err != nil {
 			t.Fatalf("New(%d, %v): %v", limit, w, err)
 		}
-		o := &windowOracle{limit: int64(limit), window: int64(w)}
+		o := oracle.NewTwoCounter(oracle.StaleToStart, oracle.AnchorIdle, oracle.R(limit, w))
 		var shadow *window.Limiter // a new limiter started when l was idle
 		var idleSince int64
 		var sim int64
@@ -185,11 +87,11 @@ func replayWindow(t *testing.T, data []byte) {
 			sim += int64(op.dt)
 			now := windowT0.Add(time.Duration(sim))
 
-			if got, want := l.TokensAt(now), o.tokens(sim); int64(got) != want {
+			if got, want := l.TokensAt(now), o.TokensAt(sim); got != want {
 				t.Fatalf("op %d (limit %d, W %v): TokensAt(t0%+d) = %d, want %d", i, limit, w, sim, got, want)
 			}
-			checkReadyAt(t, i, l, o, now, sim, op.n)
-			_, _, _, _, idle := o.at(sim)
+			checkReadyAt(t, i, l, o, limit, now, sim, op.n)
+			idle := o.IdleAt(sim)
 			if got := l.IdleAt(now); got != idle {
 				t.Fatalf("op %d (limit %d, W %v): IdleAt(t0%+d) = %v, want %v", i, limit, w, sim, got, idle)
 			}
@@ -201,7 +103,7 @@ func replayWindow(t *testing.T, data []byte) {
 				idleSince = sim
 			}
 
-			want := o.allowN(sim, op.n)
+			want := o.AllowN(sim, op.n)
 			if got := l.AllowN(now, op.n); got != want {
 				t.Fatalf("op %d (limit %d, W %v): AllowN(t0%+d, %d) = %v, want %v", i, limit, w, sim, op.n, got, want)
 			}
@@ -211,7 +113,7 @@ func replayWindow(t *testing.T, data []byte) {
 				}
 			}
 		}
-		best := maxInAnyWindow(o.log, int64(w))
+		best := oracle.MaxInWindow(o.Stamps(0), int64(w))
 		if best > int64(2*limit-1) {
 			t.Fatalf("%d admitted in one window of %v, bound 2*limit-1 = %d", best, w, 2*limit-1)
 		}
@@ -221,9 +123,9 @@ func replayWindow(t *testing.T, data []byte) {
 	}
 }
 
-// checkReadyAt checks ReadyAt(now, n) against the oracle: n fits at the
+// checkReadyAt checks ReadyAt(now, n) against the model: n fits at the
 // returned instant, and not one nanosecond before it unless it is now.
-func checkReadyAt(t *testing.T, i int, l *window.Limiter, o *windowOracle, now time.Time, sim int64, n int) {
+func checkReadyAt(t *testing.T, i int, l *window.Limiter, o *oracle.TwoCounter, limit int, now time.Time, sim int64, n int) {
 	t.Helper()
 	at, ok := l.ReadyAt(now, n)
 	switch {
@@ -232,7 +134,7 @@ func checkReadyAt(t *testing.T, i int, l *window.Limiter, o *windowOracle, now t
 			t.Fatalf("op %d: ReadyAt(now, 0) = %v, %v; want now, true", i, at, ok)
 		}
 		return
-	case n < 0 || int64(n) > o.limit:
+	case n < 0 || n > limit:
 		if ok || !at.IsZero() {
 			t.Fatalf("op %d: ReadyAt(now, %d) = %v, %v; want zero, false", i, n, at, ok)
 		}
@@ -245,10 +147,10 @@ func checkReadyAt(t *testing.T, i int, l *window.Limiter, o *windowOracle, now t
 	if r < sim {
 		t.Fatalf("op %d: ReadyAt(t0%+d, %d) = t0%+d, before now", i, sim, n, r)
 	}
-	if !o.fits(r, int64(n)) {
+	if !o.Fits(r, n) {
 		t.Fatalf("op %d: ReadyAt(t0%+d, %d) = t0%+d, where %d does not fit", i, sim, n, r, n)
 	}
-	if r > sim && o.fits(r-1, int64(n)) {
+	if r > sim && o.Fits(r-1, n) {
 		t.Fatalf("op %d: ReadyAt(t0%+d, %d) = t0%+d, but %d fits 1ns earlier", i, sim, n, r, n)
 	}
 }
@@ -269,83 +171,11 @@ func checkReadyAt(t *testing.T, i int, l *window.Limiter, o *windowOracle, now t
 // advance at any point of its interval before its decision; multi.Approx gets
 // no advances (a refused call writes nothing).
 
-// twoSpec is the sequential two-counter model: per rule the start of the
-// current window and the two counters. seen is false before the first
-// admission or advance.
-type twoSpec struct {
-	limit, w          []int64
-	seen              []bool
-	start, prev, curr []int64
-}
-
-func newTwoSpec(rules []multi.Rule) *twoSpec {
-	k := len(rules)
-	s := &twoSpec{limit: make([]int64, k), w: make([]int64, k), seen: make([]bool, k),
-		start: make([]int64, k), prev: make([]int64, k), curr: make([]int64, k)}
-	for i, r := range rules {
-		s.limit[i], s.w[i] = int64(r.Limit), int64(r.Window)
-	}
-	return s
-}
-
-func (s *twoSpec) clone() *twoSpec {
-	return &twoSpec{limit: s.limit, w: s.w, seen: slices.Clone(s.seen), start: slices.Clone(s.start),
-		prev: slices.Clone(s.prev), curr: slices.Clone(s.curr)}
-}
-
-func (s *twoSpec) key() string {
-	return fmt.Sprint(s.seen, s.start, s.prev, s.curr)
-}
-
-// view is rule i at instant u: u clamped to the window start, then the same
-// window, the next one (curr rolls into prev), or an idle limiter whose next
-// window would start at u.
-func (s *twoSpec) view(i int, u int64) (t, ws, p, c int64) {
-	if !s.seen[i] {
-		return u, u, 0, 0
-	}
-	t = max(u, s.start[i])
-	switch d := t - s.start[i]; {
-	case d < s.w[i]:
-		return t, s.start[i], s.prev[i], s.curr[i]
-	case d < 2*s.w[i]:
-		return t, s.start[i] + s.w[i], s.curr[i], 0
-	}
-	return t, t, 0, 0
-}
-
-func (s *twoSpec) fitsRule(i int, u, n int64) bool {
-	t, ws, p, c := s.view(i, u)
-	return p*(s.w[i]-(t-ws))+(c+n)*s.w[i] <= s.limit[i]*s.w[i]
-}
-
-func (s *twoSpec) fits(u, n int64) bool {
-	for i := range s.w {
-		if !s.fitsRule(i, u, n) {
-			return false
-		}
-	}
-	return true
-}
-
-func (s *twoSpec) tokens(u int64) int64 {
-	m := int64(0)
-	for m < slices.Min(s.limit) && s.fits(u, m+1) {
-		m++
-	}
-	return m
-}
-
-// advance moves every rule to its view at u, admitting n (0: an advance
-// alone). It returns each rule's decision instant.
-func (s *twoSpec) advance(u, n int64) []int64 {
-	ts := make([]int64, len(s.w))
-	for i := range s.w {
-		t, ws, p, c := s.view(i, u)
-		s.seen[i], s.start[i], s.prev[i], s.curr[i] = true, ws, p, c+n
-		ts[i] = t
-	}
-	return ts
+// twoSpec is the sequential two-counter model of the outside tests:
+// oracle.TwoCounter with window's rules, whose Advance is the move a call may
+// make before it decides.
+func twoSpec(rules []multi.Rule) *oracle.TwoCounter {
+	return oracle.NewTwoCounter(oracle.StaleToStart, oracle.AnchorIdle, oracleRules(rules)...)
 }
 
 // call is one recorded call: AllowN(u, n) answering ok, or TokensAt(u)
@@ -364,7 +194,7 @@ func linearize(rules []multi.Rule, calls []call, advances bool) ([][]int64, bool
 	k := len(calls)
 	at := make([][]int64, k)
 	seen := map[string]bool{}
-	var dfs func(s *twoSpec, done, adv uint64) bool
+	var dfs func(s *oracle.TwoCounter, done, adv uint64) bool
 	ready := func(done uint64, j int) bool { // every call that returned before j began is done
 		for i := range calls {
 			if done&(1<<i) == 0 && calls[i].resp < calls[j].inv {
@@ -373,11 +203,11 @@ func linearize(rules []multi.Rule, calls []call, advances bool) ([][]int64, bool
 		}
 		return true
 	}
-	dfs = func(s *twoSpec, done, adv uint64) bool {
+	dfs = func(s *oracle.TwoCounter, done, adv uint64) bool {
 		if done == 1<<k-1 {
 			return true
 		}
-		key := fmt.Sprint(done, adv, s.key())
+		key := fmt.Sprint(done, adv, s.Key())
 		if seen[key] {
 			return false
 		}
@@ -388,33 +218,34 @@ func linearize(rules []multi.Rule, calls []call, advances bool) ([][]int64, bool
 			}
 			switch {
 			case c.n == 0: // TokensAt
-				if s.tokens(c.u) == c.tokens && dfs(s, done|1<<j, adv) {
+				if int64(s.TokensAt(c.u)) == c.tokens && dfs(s, done|1<<j, adv) {
 					return true
 				}
 			case c.ok:
-				if s.fits(c.u, c.n) {
-					s2 := s.clone()
-					at[j] = s2.advance(c.u, c.n)
+				if s.Fits(c.u, int(c.n)) {
+					s2 := s.Clone()
+					at[j] = s2.DecisionInstants(c.u)
+					s2.Record(c.u, int(c.n), true)
 					if dfs(s2, done|1<<j, adv) {
 						return true
 					}
 				}
 			default:
-				if !s.fits(c.u, c.n) && dfs(s, done|1<<j, adv) {
+				if !s.Fits(c.u, int(c.n)) && dfs(s, done|1<<j, adv) {
 					return true
 				}
 			}
 			if advances && c.n > 0 && adv&(1<<j) == 0 {
-				s2 := s.clone()
-				s2.advance(c.u, 0)
-				if s2.key() != s.key() && dfs(s2, done, adv|1<<j) {
+				s2 := s.Clone()
+				s2.Advance(c.u)
+				if s2.Key() != s.Key() && dfs(s2, done, adv|1<<j) {
 					return true
 				}
 			}
 		}
 		return false
 	}
-	if !dfs(newTwoSpec(rules), 0, 0) {
+	if !dfs(twoSpec(rules), 0, 0) {
 		return nil, false
 	}
 	return at, true
@@ -500,20 +331,20 @@ func runOutsideTwo(t *testing.T, rules []multi.Rule, mk func() twoUnderTest, adv
 			t.Fatalf("round %d (seed %d, rules %v): no sequential order explains the answers %+v", round, seed, rules, calls)
 		}
 		for i, r := range rules {
-			var decided, own []stamp
+			var decided, own []oracle.Stamp
 			late := false
 			for j, c := range calls {
 				if c.n > 0 && c.ok {
-					decided = append(decided, stamp{at: at[j][i], cost: c.n})
-					own = append(own, stamp{at: c.u, cost: c.n})
+					decided = append(decided, oracle.Stamp{At: at[j][i], Cost: c.n})
+					own = append(own, oracle.Stamp{At: c.u, Cost: c.n})
 					late = late || at[j][i] != c.u
 				}
 			}
 			bound := int64(2*r.Limit - 1)
-			if m := maxInAnyWindow(decided, int64(r.Window)); m > bound {
+			if m := oracle.MaxInWindow(decided, int64(r.Window)); m > bound {
 				t.Fatalf("round %d: rule %v: %d admitted in one window (decided instants), bound %d: %+v", round, r, m, bound, calls)
 			}
-			if m := maxInAnyWindow(own, int64(r.Window)); !late && m > bound {
+			if m := oracle.MaxInWindow(own, int64(r.Window)); !late && m > bound {
 				t.Fatalf("round %d: rule %v: %d admitted in one window (caller instants), bound %d: %+v", round, r, m, bound, calls)
 			}
 		}

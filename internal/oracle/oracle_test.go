@@ -327,3 +327,25 @@ func TestReadyAtAgreesWithFits(t *testing.T) {
 		}
 	}
 }
+
+func TestTwoCounterAdvanceCloneKey(t *testing.T) {
+	m := NewTwoCounter(StaleToStart, AnchorIdle, Rule{Limit: 2, Window: 10})
+	require.True(t, m.AllowN(0, 2), "AllowN(0, 2)")
+	assert.Equal(t, []int64{5}, m.DecisionInstants(5), "before the advance, 5 is in the current window")
+	before := m.Key()
+	c := m.Clone()
+	m.Advance(15) // the window [10, 20) with prev 2, curr 0
+	assert.NotEqual(t, before, m.Key(), "an advance changes the key")
+	assert.Equal(t, before, c.Key(), "a clone is independent")
+	assert.Equal(t, []int64{10}, m.DecisionInstants(5), "a stale instant is decided at the advanced window's start")
+	assert.Equal(t, 1, m.TokensAt(15), "2*(10-5) + 1*10 <= 20")
+	assert.Equal(t, 0, m.TokensAt(5), "decided at 10: 2*10 + 10 > 20")
+	assert.Empty(t, m.Stamps(0)[1:], "an advance stamps nothing")
+	require.True(t, c.AllowN(25, 1), "the clone: prev 2 at el 5: 2*5 + 10 <= 20")
+	assert.Equal(t, 1, m.TokensAt(15), "the original is unchanged by its clone")
+
+	big := NewTwoCounter(StaleToStart, AnchorIdle, Rule{Limit: 1<<20 - 1, Window: 1000})
+	require.True(t, big.AllowN(0, 1000))
+	assert.Equal(t, []int{1<<20 - 1 - 1000}, big.RemainingAt(500), "the binary search over costs")
+	assert.Equal(t, 1<<20-1-500, big.TokensAt(1500), "1000*(1000-500) + n*1000 <= limit*1000")
+}

@@ -1,7 +1,9 @@
 package oracle
 
 import (
+	"fmt"
 	"slices"
+	"strings"
 )
 
 // Stale says which instant a call presented with a stale instant (earlier
@@ -138,7 +140,9 @@ func (m *TwoCounter) view(i int, t int64) counters {
 	switch d := uint64(t - s.start); { // t >= s.start: exact
 	case d < uint64(w):
 		return s
-	case d < 2*uint64(w) && s.curr > 0:
+	case d < 2*uint64(w):
+		// The next window, by time alone. After an admission curr > 0
+		// here; only an Advance leaves an empty current window.
 		return counters{start: s.start + w, prev: s.curr}
 	}
 	return counters{start: t} // idle: an admission anchors here
@@ -195,6 +199,64 @@ func (m *TwoCounter) Record(now int64, n int, admitted bool) {
 	m.state, m.admitted, m.latest = next, true, latest
 }
 
+// Advance moves every rule to its view at its decision instant for a call at
+// now, admitting nothing: the current window becomes the one holding that
+// instant (the counters roll over as they would for an admission, or a new
+// window starts there when the rule is idle). It models a limiter that may
+// move its window before it decides and keep the move when it refuses.
+// Later stale instants are clamped as after an admission.
+func (m *TwoCounter) Advance(now int64) {
+	next := make([]counters, len(m.rules))
+	latest := m.clampRule(0, now)
+	for i := range m.rules {
+		ti := m.clampRule(i, now)
+		next[i] = m.view(i, ti)
+		latest = max(latest, ti)
+	}
+	if m.admitted {
+		latest = max(latest, m.latest)
+	}
+	m.state, m.admitted, m.latest = next, true, latest
+}
+
+// DecisionInstants returns, per rule, the instant a call at now is decided
+// at (now within Bounds and clamped by the stale-instant rule).
+func (m *TwoCounter) DecisionInstants(now int64) []int64 {
+	out := make([]int64, len(m.rules))
+	for i := range m.rules {
+		out[i] = m.clampRule(i, now)
+	}
+	return out
+}
+
+// Clone returns an independent copy of the model.
+func (m *TwoCounter) Clone() *TwoCounter {
+	c := *m
+	c.rules = slices.Clone(m.rules)
+	c.state = slices.Clone(m.state)
+	c.stamps = make([][]Stamp, len(m.stamps))
+	for i, s := range m.stamps {
+		c.stamps[i] = slices.Clone(s)
+	}
+	return &c
+}
+
+// Key returns a string identifying the state later decisions depend on: two
+// models with the same rules, stale-instant rule and anchoring and equal
+// keys decide every later call alike (the stamps kept for Stamps are not
+// part of it).
+func (m *TwoCounter) Key() string {
+	var b strings.Builder
+	fmt.Fprint(&b, m.admitted, m.state)
+	switch m.stale {
+	case StaleToLatest:
+		fmt.Fprint(&b, " ", m.latest)
+	case StaleToSeen:
+		fmt.Fprint(&b, " ", m.seen, m.lastSeen)
+	}
+	return b.String()
+}
+
 // AllowN decides n at now and counts it if admitted.
 func (m *TwoCounter) AllowN(now int64, n int) bool {
 	ok := m.Fits(now, n)
@@ -203,15 +265,21 @@ func (m *TwoCounter) AllowN(now int64, n int) bool {
 }
 
 // RemainingAt returns, per rule, the largest cost that rule alone would admit
-// at now (at most its limit), found by trying every cost.
+// at now (at most its limit), found by a binary search over the costs (the
+// formula's left side grows with n, so the costs that fit are 0..k).
 func (m *TwoCounter) RemainingAt(now int64) []int {
 	out := make([]int, len(m.rules))
 	for i, r := range m.rules {
-		k := int64(0)
-		for k < r.Limit && m.fitsRule(i, now, k+1) {
-			k++
+		lo, hi := int64(0), r.Limit // lo fits, every cost above hi does not
+		for lo < hi {
+			mid := hi - (hi-lo)/2
+			if m.fitsRule(i, now, mid) {
+				lo = mid
+			} else {
+				hi = mid - 1
+			}
 		}
-		out[i] = int(k)
+		out[i] = int(lo)
 	}
 	return out
 }
