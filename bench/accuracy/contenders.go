@@ -34,9 +34,8 @@ const (
 
 // Two-counter layouts (see TwoCounter).
 const (
-	Grid           = "grid"
-	Anchored       = "anchored"
-	AnchoredLatest = "anchored, stale instants clamped to the latest admission"
+	Grid     = "grid"
+	Anchored = "anchored"
 )
 
 // Contender is one limiter configured for Limit per Window.

@@ -53,7 +53,7 @@ func Ours() []Contender {
 		},
 		{
 			Name: "slidelimit multi approx (1 rule)", API: "(*multi.Approx).AllowN(t, n)", Clock: Injected,
-			Model: AnchoredLatest, Must: true,
+			Model: Anchored, Must: true,
 			Algo: "multi's approximate flavour with the single rule 100 per 1 s",
 			New: func(time.Time) (Decider, func()) {
 				return injected(must(multi.NewApprox(multi.Rule{Limit: Limit, Window: Window}))), noop

@@ -56,8 +56,6 @@ func Run(t *testing.T, c Contender, w Workload, series bool) Result {
 			model = NewTwoCounter(Limit, Window)
 		case Anchored:
 			model = NewAnchoredTwoCounter(Limit, Window, false)
-		case AnchoredLatest:
-			model = NewAnchoredTwoCounter(Limit, Window, true)
 		}
 		res = Result{Workload: w.Name, Limiter: c.Name, Calls: len(w.Calls)}
 		var stamps []Stamp
