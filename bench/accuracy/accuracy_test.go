@@ -7,15 +7,18 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/slidelimit/slidelimit/internal/oracle"
 )
 
-// The oracle and the sweep are the yardstick of every published number: check
-// them on fixtures small enough to count by hand.
-func TestOracleByHand(t *testing.T) {
-	o := NewOracle(2, time.Second)
+// The models are the yardstick of every published number; internal/oracle
+// tests them by hand. These tests pin the configurations the replays pick
+// (models.go), on fixtures small enough to count by hand.
+func TestLogByHand(t *testing.T) {
+	o := oracle.NewLog(oracle.R(2, time.Second))
 	steps := []struct {
 		at   time.Duration
-		n    int64
+		n    int
 		want bool
 	}{
 		{0, 1, true},
@@ -24,8 +27,9 @@ func TestOracleByHand(t *testing.T) {
 		{time.Second - 1, 1, false},   // stamps at 0 still inside
 		{time.Second, 1, true},        // (0, 1s]: the stamps at 0 left
 		{time.Second, 1, true},        //
-		{time.Second / 2, 1, false},   // stale: treated as 1s
-		{2*time.Second - 1, 2, false}, // n > room
+		{time.Second / 2, 1, false},   // stale: decided at the latest admission, 1s
+		{2*time.Second - 1, 2, false}, // n > room; refused, so it moves nothing
+		{time.Second + 1, 1, false},   // stale: still decided at 1s
 		{2 * time.Second, 2, true},    // all room back
 		{2 * time.Second, 0, true},    // n == 0 writes nothing
 		{2 * time.Second, -1, false},  //
@@ -39,35 +43,8 @@ func TestOracleByHand(t *testing.T) {
 	}
 }
 
-func TestMaxInWindowByHand(t *testing.T) {
-	W := int64(10)
-	cases := []struct {
-		stamps []Stamp
-		want   int64
-	}{
-		{nil, 0},
-		{[]Stamp{{0, 1}}, 1},
-		{[]Stamp{{0, 1}, {10, 1}}, 1},          // 0 is outside (0, 10]
-		{[]Stamp{{0, 1}, {9, 1}}, 2},           //
-		{[]Stamp{{5, 3}, {5, 4}, {14, 1}}, 8},  // (4, 14]
-		{[]Stamp{{20, 1}, {0, 5}, {1, 5}}, 10}, // unsorted input
-	}
-	for i, c := range cases {
-		if got := MaxInWindow(c.stamps, W); got != c.want {
-			t.Errorf("case %d: MaxInWindow = %d want %d", i, got, c.want)
-		}
-		var peak int64
-		for _, p := range SlidingCount(c.stamps, W) {
-			peak = max(peak, p.Count)
-		}
-		if peak != c.want {
-			t.Errorf("case %d: SlidingCount peak = %d want %d", i, peak, c.want)
-		}
-	}
-}
-
-func TestTwoCounterByHand(t *testing.T) {
-	m := NewTwoCounter(10, 10*time.Nanosecond)
+func TestGridTwoCounterByHand(t *testing.T) {
+	m := twoCounter(Grid, oracle.R(10, 10*time.Nanosecond))
 	// Window 0: 10 at t=9. Window 1 at elapsed e: admits while
 	// 10*(10-e) + (curr+1)*10 <= 100, i.e. curr+1 <= e.
 	for i := range 10 {
@@ -84,16 +61,20 @@ func TestTwoCounterByHand(t *testing.T) {
 	if !m.AllowN(15, 4) || m.AllowN(15, 1) {
 		t.Errorf("elapsed 5 should admit four more, then none")
 	}
+	if m.AllowN(17, 3) || !m.AllowN(12, 1) {
+		t.Errorf("a refusal at 17 moves the instant: 12 is decided at 17, where 10*3 + 6*10 <= 100 (at 12, 10*8 + 6*10 > 100)")
+	}
 	if !m.AllowN(35, 10) {
 		t.Errorf("two windows later the state should be empty")
 	}
 }
 
 func TestAnchoredTwoCounterByHand(t *testing.T) {
-	m := NewAnchoredTwoCounter(10, 10*time.Nanosecond, false)
+	m := twoCounter(Anchored, oracle.R(10, 10*time.Nanosecond))
 	steps := []struct {
-		at, n int64
-		want  bool
+		at   int64
+		n    int
+		want bool
 	}{
 		{5, 10, true},  // anchors a window at 5
 		{14, 1, false}, // same window, full

@@ -5,6 +5,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/slidelimit/slidelimit/internal/oracle"
 	"github.com/slidelimit/slidelimit/multi"
 )
 
@@ -12,37 +13,6 @@ import (
 // per 100 ms, so that bursts meet the short rule and sustained load the long
 // one.
 var MultiRules = []multi.Rule{{Limit: 100, Window: time.Second}, {Limit: 20, Window: 100 * time.Millisecond}}
-
-// MultiOracle is the all-or-nothing exact log of several rules: one naive
-// Oracle per rule; a call fits iff it fits every rule, and is then recorded
-// by every rule.
-type MultiOracle []*Oracle
-
-// NewMultiOracle returns the oracle for rules.
-func NewMultiOracle(rules []multi.Rule) MultiOracle {
-	var m MultiOracle
-	for _, r := range rules {
-		m = append(m, NewOracle(r.Limit, r.Window))
-	}
-	return m
-}
-
-// Fits reports whether every rule admits n at now.
-func (m MultiOracle) Fits(now, n int64) bool {
-	for _, o := range m {
-		if !o.Fits(now, n) {
-			return false
-		}
-	}
-	return true
-}
-
-// Record applies one decision to every rule.
-func (m MultiOracle) Record(now, n int64, admitted bool) {
-	for _, o := range m {
-		o.Record(now, n, admitted)
-	}
-}
 
 // MultiResult is one workload replayed through one multi-rule limiter.
 type MultiResult struct {
@@ -72,24 +42,25 @@ func MultiContenders() []MultiContender {
 }
 
 // RunMulti replays w through c, judging each decision against the
-// all-or-nothing exact log on c's own history.
+// all-or-nothing exact log of the rules (oracle.Log) on c's own history.
 func RunMulti(t *testing.T, c MultiContender, w Workload) MultiResult {
 	t.Helper()
 	var res MultiResult
 	synctest.Test(t, func(t *testing.T) {
 		epoch := time.Now()
 		l := c.New()
-		oracle, shadow := NewMultiOracle(MultiRules), NewMultiOracle(MultiRules)
+		var rules []oracle.Rule
+		for _, r := range MultiRules {
+			rules = append(rules, oracle.R(r.Limit, r.Window))
+		}
+		exact, shadow := oracle.NewLog(rules...), oracle.NewLog(rules...)
 		res = MultiResult{Workload: w.Name, Limiter: c.Name}
-		var stamps []Stamp
+		var stamps []oracle.Stamp
 		for _, call := range w.Calls {
-			p, n := int64(call.Presented()), int64(call.N)
-			ok := l.AllowN(epoch.Add(call.Presented()), call.N)
-			if f := oracle.Fits(p, n); f {
-				res.OracleAdmitted += n
-				oracle.Record(p, n, true)
-			} else {
-				oracle.Record(p, n, false)
+			p, n := int64(call.Presented()), call.N
+			ok := l.AllowN(epoch.Add(call.Presented()), n)
+			if exact.AllowN(p, n) {
+				res.OracleAdmitted += int64(n)
 			}
 			if f := shadow.Fits(p, n); ok && !f {
 				res.LogOver++
@@ -98,12 +69,12 @@ func RunMulti(t *testing.T, c MultiContender, w Workload) MultiResult {
 			}
 			shadow.Record(p, n, ok)
 			if ok {
-				res.Admitted += n
-				stamps = append(stamps, Stamp{At: int64(call.At), Cost: n})
+				res.Admitted += int64(n)
+				stamps = append(stamps, oracle.Stamp{At: int64(call.At), Cost: int64(n)})
 			}
 		}
 		for _, r := range MultiRules {
-			m := MaxInWindow(stamps, int64(r.Window))
+			m := oracle.MaxInWindow(stamps, int64(r.Window))
 			res.MaxPerRule = append(res.MaxPerRule, m)
 			res.RatioPerRule = append(res.RatioPerRule, float64(m)/float64(r.Limit))
 		}

@@ -4,6 +4,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/slidelimit/slidelimit/internal/oracle"
 )
 
 // Result is one workload replayed through one contender.
@@ -32,8 +34,8 @@ type Result struct {
 	FormulaOver  int `json:"formula_over"`
 	FormulaUnder int `json:"formula_under"`
 	// MeanDelay is a pacer's mean delay between arrival and release.
-	MeanDelay time.Duration `json:"mean_delay"`
-	Series    []Point       `json:"series,omitempty"`
+	MeanDelay time.Duration  `json:"mean_delay"`
+	Series    []oracle.Point `json:"series,omitempty"`
 }
 
 // Run replays w through c inside a testing/synctest bubble, so that limiters
@@ -48,25 +50,19 @@ func Run(t *testing.T, c Contender, w Workload, series bool) Result {
 		epoch := time.Now()
 		d, stop := c.New(epoch)
 		defer stop()
-		oracle := NewOracle(Limit, Window) // decides on its own
-		shadow := NewOracle(Limit, Window) // follows the contender's decisions
-		var model *TwoCounter
-		switch c.Model {
-		case Grid:
-			model = NewTwoCounter(Limit, Window)
-		case Anchored:
-			model = NewAnchoredTwoCounter(Limit, Window, false)
-		}
+		rule := oracle.R(Limit, Window)
+		exact := oracle.NewLog(rule)  // decides on its own
+		shadow := oracle.NewLog(rule) // follows the contender's decisions
+		model := twoCounter(c.Model, rule)
 		res = Result{Workload: w.Name, Limiter: c.Name, Calls: len(w.Calls)}
-		var stamps []Stamp
+		var stamps []oracle.Stamp
 		var delay time.Duration
 		for _, call := range w.Calls {
 			real := epoch.Add(call.At)
 			ok, at := d.Decide(epoch.Add(call.Presented()), real, call.N)
-			pres := int64(call.Presented())
-			n := int64(call.N)
-			if oracle.AllowN(pres, n) {
-				res.OracleAdmitted += n
+			pres, n := int64(call.Presented()), call.N
+			if exact.AllowN(pres, n) {
+				res.OracleAdmitted += int64(n)
 			}
 			// The shadows judge each decision on the contender's own
 			// history, then record the contender's decision.
@@ -86,17 +82,17 @@ func Run(t *testing.T, c Contender, w Workload, series bool) Result {
 			}
 			if ok {
 				res.Admitted += int64(call.N)
-				stamps = append(stamps, Stamp{At: int64(at.Sub(epoch)), Cost: int64(call.N)})
+				stamps = append(stamps, oracle.Stamp{At: int64(at.Sub(epoch)), Cost: int64(call.N)})
 				delay += at.Sub(real)
 			}
 		}
-		res.MaxInWindow = MaxInWindow(stamps, int64(Window))
+		res.MaxInWindow = oracle.MaxInWindow(stamps, int64(Window))
 		res.Ratio = float64(res.MaxInWindow) / Limit
 		if c.Pacer && len(stamps) > 0 {
 			res.MeanDelay = delay / time.Duration(len(stamps))
 		}
 		if series {
-			res.Series = SlidingCount(stamps, int64(Window))
+			res.Series = oracle.SlidingCount(stamps, int64(Window))
 		}
 	})
 	return res
