@@ -385,14 +385,14 @@ func TestOracleSerial(t *testing.T) {
 						n = rng.IntN(maxL+3) - 1
 					}
 					at := t0.Add(time.Duration(now))
-					want := o.remaining(now)
+					want := o.RemainingAt(now)
 					if g, ok := remainingAt(l, at); ok && fmt.Sprint(g) != fmt.Sprint(want) {
 						t.Fatalf("%s rules %v seed %d call %d: RemainingAt(%d) = %v, oracle %v", impl.name, rules, seed, i, now, g, want)
 					}
 					if g, w := l.TokensAt(at), slices.Min(want); g != w {
 						t.Fatalf("%s rules %v seed %d call %d: TokensAt(%d) = %d, oracle %d", impl.name, rules, seed, i, now, g, w)
 					}
-					if g, w := l.AllowN(at, n), o.allowN(now, n); g != w {
+					if g, w := l.AllowN(at, n), o.AllowN(now, n); g != w {
 						t.Fatalf("%s rules %v seed %d call %d: AllowN(%d, %d) = %v, oracle %v", impl.name, rules, seed, i, now, n, g, w)
 					}
 				}

@@ -43,7 +43,7 @@ func stressPhases(t *testing.T, name string, newf func(...multi.Rule) (lim, erro
 	for ph := range phases {
 		now += rng.Int64N(int64(6 * time.Millisecond))
 		at := t0.Add(time.Duration(now))
-		want := o.tokens(now)
+		want := o.TokensAt(now)
 		var got atomic.Int64
 		var wg sync.WaitGroup
 		start := make(chan struct{})
@@ -68,11 +68,11 @@ func stressPhases(t *testing.T, name string, newf func(...multi.Rule) (lim, erro
 		if got.Load() != int64(want) {
 			t.Fatalf("%s: phase %d at t0+%v: admitted %d, reference admits %d", name, ph, time.Duration(now), got.Load(), want)
 		}
-		if want > 0 && !o.allowN(now, want) {
+		if want > 0 && !o.AllowN(now, want) {
 			t.Fatalf("%s: phase %d: the reference refuses its own tokens", name, ph)
 		}
-		if g, ok := remainingAt(l, at); ok && fmt.Sprint(g) != fmt.Sprint(o.remaining(now)) {
-			t.Fatalf("%s: phase %d: RemainingAt = %v, reference %v", name, ph, g, o.remaining(now))
+		if g, ok := remainingAt(l, at); ok && fmt.Sprint(g) != fmt.Sprint(o.RemainingAt(now)) {
+			t.Fatalf("%s: phase %d: RemainingAt = %v, reference %v", name, ph, g, o.RemainingAt(now))
 		}
 	}
 	if a, ok := l.(*multi.Approx); ok {
