@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/slidelimit/slidelimit/internal/oracle"
 )
 
 // TestAccuracy replays the workloads of docs/window.md on simulated time
@@ -40,14 +42,14 @@ func TestAccuracy(t *testing.T) {
 	fmt.Fprintf(&table, "| --- | --- | --- | --- | --- | --- | --- |\n")
 	for _, wl := range workloads {
 		l, _ := New(limit, W)
-		var got []refStamp
+		var got []oracle.Stamp
 		for _, at := range wl.arrivals {
 			if l.AllowN(t0.Add(at), 1) {
-				got = append(got, refStamp{int64(at), 1})
+				got = append(got, oracle.Stamp{At: int64(at), Cost: 1})
 			}
 		}
-		exact := exactLog(wl.arrivals, limit, int64(W))
-		maxW, maxE := maxInAnyWindow(got, int64(W)), maxInAnyWindow(exact, int64(W))
+		exact := exactLog(wl.arrivals, limit, W)
+		maxW, maxE := oracle.MaxInWindow(got, int64(W)), oracle.MaxInWindow(exact, int64(W))
 		fmt.Fprintf(&table, "| %s | %d | %d | %d | %.3f | %d | %d |\n", wl.name, len(wl.arrivals),
 			len(exact), len(got), float64(len(got))/float64(len(exact)), maxE, maxW)
 		if maxE > limit {
@@ -119,18 +121,12 @@ func worst(limit int, w time.Duration) []time.Duration {
 	return out
 }
 
-// exactLog replays arrivals (in time order) through the naive sliding log.
-func exactLog(arrivals []time.Duration, limit int, w int64) []refStamp {
-	var log []refStamp
-	lo := 0
+// exactLog replays arrivals (in time order, cost 1 each) through the naive
+// sliding log and returns its admissions.
+func exactLog(arrivals []time.Duration, limit int, w time.Duration) []oracle.Stamp {
+	o := oracle.NewLog(oracle.R(limit, w))
 	for _, a := range arrivals {
-		at := int64(a)
-		for lo < len(log) && log[lo].at <= at-w {
-			lo++
-		}
-		if len(log)-lo < limit {
-			log = append(log, refStamp{at, 1})
-		}
+		o.AllowN(int64(a), 1)
 	}
-	return log
+	return o.Stamps()
 }

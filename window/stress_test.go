@@ -6,6 +6,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/slidelimit/slidelimit/internal/oracle"
 )
 
 // These tests are meant for -race: many goroutines on one limiter, in phases
@@ -15,8 +17,8 @@ const stressGoroutines = 8
 
 // runPhase starts one goroutine per entry of calls at once, and returns the
 // admitted calls of each.
-func runPhase(l limiter, calls [][]refStamp) [][]refStamp {
-	out := make([][]refStamp, len(calls))
+func runPhase(l limiter, calls [][]oracle.Stamp) [][]oracle.Stamp {
+	out := make([][]oracle.Stamp, len(calls))
 	var wg sync.WaitGroup
 	start := make(chan struct{})
 	for g := range calls {
@@ -25,7 +27,7 @@ func runPhase(l limiter, calls [][]refStamp) [][]refStamp {
 			defer wg.Done()
 			<-start
 			for _, c := range calls[g] {
-				if l.AllowN(t0.Add(time.Duration(c.at)), int(c.cost)) {
+				if l.AllowN(t0.Add(time.Duration(c.At)), int(c.Cost)) {
 					out[g] = append(out[g], c)
 				}
 			}
@@ -48,7 +50,7 @@ func TestConcurrentEqualInstants(t *testing.T) {
 		const W = time.Second
 		rng := rand.New(rand.NewPCG(seed, 6))
 		l := mk(limit, W)
-		ref := &refModel{limit: limit, window: int64(W)}
+		ref := newRef(limit, int64(W))
 		steps := []time.Duration{0, 1, W / 7, W / 3, W / 2, W - 1, W, W + 1, 2 * W, 3 * W, -W / 2}
 		var at time.Duration
 		phases := 400
@@ -58,29 +60,29 @@ func TestConcurrentEqualInstants(t *testing.T) {
 		for phase := 0; phase < phases; phase++ {
 			at += steps[rng.IntN(len(steps))]
 			cost := int64(1 + rng.IntN(3))
-			before := ref.tokensAt(int64(at))
-			if got := l.TokensAt(t0.Add(at)); int64(got) != before {
+			before := ref.TokensAt(int64(at))
+			if got := l.TokensAt(t0.Add(at)); got != before {
 				t.Fatalf("phase %d: TokensAt(t0+%v) = %d, want %d", phase, at, got, before)
 			}
-			calls := make([][]refStamp, stressGoroutines)
+			calls := make([][]oracle.Stamp, stressGoroutines)
 			for g := range calls {
 				for range limit/stressGoroutines + 2 {
-					calls[g] = append(calls[g], refStamp{int64(at), cost})
+					calls[g] = append(calls[g], oracle.Stamp{At: int64(at), Cost: cost})
 				}
 			}
 			var admitted int64
 			for _, c := range runPhase(l, calls) {
 				admitted += int64(len(c)) * cost
 			}
-			if want := before / cost * cost; admitted != want {
+			if want := int64(before) / cost * cost; admitted != want {
 				t.Fatalf("phase %d at t0+%v, cost %d: admitted %d, want %d (tokens before %d)", phase, at, cost, admitted, want, before)
 			}
 			for range admitted / cost {
-				if !ref.allowN(int64(at), int(cost)) {
+				if !ref.AllowN(int64(at), int(cost)) {
 					t.Fatalf("phase %d: reference refused an admission the limiter made", phase)
 				}
 			}
-			if got, want := l.TokensAt(t0.Add(at)), ref.tokensAt(int64(at)); int64(got) != want {
+			if got, want := l.TokensAt(t0.Add(at)), ref.TokensAt(int64(at)); got != want {
 				t.Fatalf("phase %d: TokensAt after = %d, want %d", phase, got, want)
 			}
 		}
@@ -100,40 +102,46 @@ func TestConcurrentMixedInstants(t *testing.T) {
 		const W = time.Second
 		rng := rand.New(rand.NewPCG(seed, 7))
 		l := mk(limit, W)
-		ref := &refModel{limit: limit, window: int64(W)}
-		if !l.AllowN(t0, 1) || !ref.allowN(0, 1) {
+		ref := newRef(limit, int64(W))
+		if !l.AllowN(t0, 1) || !ref.AllowN(0, 1) {
 			t.Fatal("first admission refused")
 		}
+		floor := int64(0) // the start of the window of the latest admission
 		phases := 300
 		if testing.Short() {
 			phases = 50
 		}
 		for phase := 0; phase < phases; phase++ {
-			start := ref.floor // the window of the latest admission
+			start := floor
 			if rng.IntN(2) == 0 {
 				start += int64(W)
 			}
-			calls := make([][]refStamp, stressGoroutines)
+			calls := make([][]oracle.Stamp, stressGoroutines)
 			for g := range calls {
 				for range limit/stressGoroutines + 3 {
-					calls[g] = append(calls[g], refStamp{start + rng.Int64N(int64(W)), int64(1 + rng.IntN(3))})
+					calls[g] = append(calls[g], oracle.Stamp{At: start + rng.Int64N(int64(W)), Cost: int64(1 + rng.IntN(3))})
 				}
 			}
-			var got []refStamp
+			var got []oracle.Stamp
 			for _, c := range runPhase(l, calls) {
 				got = append(got, c...)
 			}
-			ref.stamps = append(ref.stamps, got...)
+			// Every instant lies in [start, start+W), the window the
+			// reference is in or the next one: the counters do not depend
+			// on the order the admissions are recorded in.
+			for _, c := range got {
+				ref.Record(c.At, int(c.Cost), true)
+			}
 			if len(got) > 0 {
-				ref.floor = start
+				floor = start
 			}
 			for _, x := range []int64{start, start + int64(W) - 1, start + int64(W) + int64(W)/3} {
-				if g, w := l.TokensAt(t0.Add(time.Duration(x))), ref.tokensAt(x); int64(g) != w {
+				if g, w := l.TokensAt(t0.Add(time.Duration(x))), ref.TokensAt(x); g != w {
 					t.Fatalf("phase %d: TokensAt(t0+%d) = %d, want %d: an admission was lost or double-counted", phase, x, g, w)
 				}
 			}
 		}
-		if got := maxInAnyWindow(ref.stamps, int64(W)); got > 2*limit-1 {
+		if got := oracle.MaxInWindow(ref.Stamps(0), int64(W)); got > 2*limit-1 {
 			t.Fatalf("%d admitted in one window, bound %d", got, 2*limit-1)
 		}
 	})

@@ -9,6 +9,8 @@ import (
 	"testing/synctest"
 	"time"
 	"unsafe"
+
+	"github.com/slidelimit/slidelimit/internal/oracle"
 )
 
 // t0 is a fixed instant for the step tables. Decisions depend only on
@@ -88,13 +90,13 @@ func TestIdleGapsPowersOfTwo(t *testing.T) {
 					t.Fatalf("k=%d: first AllowN(t0, 3) refused", k)
 				}
 				// Expected: by the formula, from the state (anchor t0, curr 3).
-				ref := &refModel{limit: 3, window: int64(W)}
-				ref.allowN(0, 3)
-				want := ref.allowN(int64(gap), 3)
+				ref := newRef(3, int64(W))
+				ref.AllowN(0, 3)
+				want := ref.AllowN(int64(gap), 3)
 				if got := l.AllowN(t0.Add(gap), 3); got != want {
 					t.Errorf("k=%d gap=%v: AllowN(3) = %v, want %v", k, gap, got, want)
 				}
-				if got, want := l.TokensAt(t0.Add(gap)), ref.tokensAt(int64(gap)); int64(got) != want {
+				if got, want := l.TokensAt(t0.Add(gap)), ref.TokensAt(int64(gap)); got != want {
 					t.Errorf("k=%d gap=%v: TokensAt = %d, want %d", k, gap, got, want)
 				}
 			}
@@ -139,7 +141,7 @@ func TestNewRejectsBadConfig(t *testing.T) {
 func TestLargestConfig(t *testing.T) {
 	forEachImpl(t, func(t *testing.T, mk func(int, time.Duration) limiter) {
 		l := mk(MaxLimit, MaxWindow)
-		ref := &refModel{limit: MaxLimit, window: int64(MaxWindow)}
+		ref := newRef(MaxLimit, int64(MaxWindow))
 		W := MaxWindow
 		calls := []struct {
 			at time.Duration
@@ -153,11 +155,11 @@ func TestLargestConfig(t *testing.T) {
 			// Stay within about 14 years of t0 (and of New).
 			now := t0.Add(c.at - 3*W/2)
 			off := int64(c.at - 3*W/2)
-			want := ref.allowN(off, c.n)
+			want := ref.AllowN(off, c.n)
 			if got := l.AllowN(now, c.n); got != want {
 				t.Errorf("call %d: AllowN(t0%+v, %d) = %v, want %v", i, c.at-3*W/2, c.n, got, want)
 			}
-			if got, want := l.TokensAt(now), ref.tokensAt(off); int64(got) != want {
+			if got, want := l.TokensAt(now), ref.TokensAt(off); got != want {
 				t.Errorf("call %d: TokensAt = %d, want %d", i, got, want)
 			}
 		}
@@ -300,12 +302,12 @@ func TestReadyAt(t *testing.T) {
 			limit := 1 + rng.IntN(7)
 			W := time.Duration(1 + rng.IntN(50))
 			l := mk(limit, W)
-			ref := &refModel{limit: int64(limit), window: int64(W)}
+			ref := newRef(int64(limit), int64(W))
 			var at time.Duration
 			for i := 0; i < 30; i++ {
 				at += time.Duration(rng.IntN(int(W)*3/2+1)) - W/8
 				n := 1 + rng.IntN(limit)
-				ref.allowN(int64(at), n)
+				ref.AllowN(int64(at), n)
 				l.AllowN(t0.Add(at), n)
 				q := 1 + rng.IntN(limit)
 				now := t0.Add(at)
@@ -317,10 +319,7 @@ func TestReadyAt(t *testing.T) {
 				if ro < int64(at) {
 					t.Fatalf("ReadyAt before now")
 				}
-				fitsAt := func(x int64) bool {
-					tt, ws, p, c, _ := ref.state(x)
-					return ref.fits(p, c, tt-ws, int64(q))
-				}
+				fitsAt := func(x int64) bool { return ref.Fits(x, q) }
 				if !fitsAt(ro) {
 					t.Fatalf("trial %d call %d (limit %d W %d): ReadyAt(t0+%d, %d) = t0+%d, where it does not fit", trial, i, limit, W, at, q, ro)
 				}
@@ -345,7 +344,7 @@ func TestMatchesReference(t *testing.T) {
 			limit := 1 + rng.IntN(9)
 			W := time.Duration(1 + rng.IntN(40))
 			l := mk(limit, W)
-			ref := &refModel{limit: int64(limit), window: int64(W)}
+			ref := newRef(int64(limit), int64(W))
 			var at time.Duration
 			for i := 0; i < 80; i++ {
 				switch rng.IntN(10) {
@@ -357,15 +356,15 @@ func TestMatchesReference(t *testing.T) {
 					at += time.Duration(rng.IntN(int(W)/2 + 1))
 				}
 				n := rng.IntN(limit+2) - rng.IntN(2)
-				want := ref.allowN(int64(at), n)
+				want := ref.AllowN(int64(at), n)
 				if got := l.AllowN(t0.Add(at), n); got != want {
 					t.Fatalf("trial %d call %d (limit %d, W %d): AllowN(t0+%d, %d) = %v, want %v", trial, i, limit, W, at, n, got, want)
 				}
-				if got, want := l.TokensAt(t0.Add(at)), ref.tokensAt(int64(at)); int64(got) != want {
+				if got, want := l.TokensAt(t0.Add(at)), ref.TokensAt(int64(at)); got != want {
 					t.Fatalf("trial %d call %d: TokensAt(t0+%d) = %d, want %d", trial, i, at, got, want)
 				}
 			}
-			if got, bound := maxInAnyWindow(ref.stamps, int64(W)), int64(max(limit, 2*limit-2)); got > bound {
+			if got, bound := oracle.MaxInWindow(ref.Stamps(0), int64(W)), int64(max(limit, 2*limit-2)); got > bound {
 				t.Fatalf("trial %d: %d admitted in one window, bound %d", trial, got, bound)
 			}
 		}
@@ -440,8 +439,8 @@ func TestReachesSequentialBound(t *testing.T) {
 				{2*W - 2, limit - 1, true, -1, "prev=limit weighs limit*2ns: limit-1 fit"},
 			}
 			runSteps(t, l, steps)
-			stamps := []refStamp{{0, 1}, {int64(W - 1), int64(limit - 1)}, {int64(2*W - 2), int64(limit - 1)}}
-			if got := maxInAnyWindow(stamps, int64(W)); got != int64(2*limit-2) {
+			stamps := []oracle.Stamp{{At: 0, Cost: 1}, {At: int64(W - 1), Cost: int64(limit - 1)}, {At: int64(2*W - 2), Cost: int64(limit - 1)}}
+			if got := oracle.MaxInWindow(stamps, int64(W)); got != int64(2*limit-2) {
 				t.Errorf("limit %d: max in a window = %d, want %d", limit, got, 2*limit-2)
 			}
 		})
@@ -484,7 +483,7 @@ func TestNeverExceedsBound(t *testing.T) {
 			if raced {
 				l.setState(t0, 0, 0)
 			}
-			var stamps []refStamp
+			var stamps []oracle.Stamp
 			for i := 0; i < 200; i++ {
 				at += time.Duration(rng.IntN(int(W)/3 + 1))
 				if rng.IntN(20) == 0 {
@@ -492,14 +491,14 @@ func TestNeverExceedsBound(t *testing.T) {
 				}
 				n := 1 + rng.IntN(limit)
 				if l.AllowN(t0.Add(at), n) {
-					stamps = append(stamps, refStamp{int64(at), int64(n)})
+					stamps = append(stamps, oracle.Stamp{At: int64(at), Cost: int64(n)})
 				}
 			}
 			bound := int64(2*limit - 1)
 			if !raced {
 				bound = int64(max(limit, 2*limit-2))
 			}
-			if got := maxInAnyWindow(stamps, int64(W)); got > bound {
+			if got := oracle.MaxInWindow(stamps, int64(W)); got > bound {
 				t.Fatalf("trial %d (limit %d, W %d, raced %v): %d in one window, bound %d", trial, limit, W, raced, got, bound)
 			}
 		}
@@ -515,10 +514,10 @@ func TestGenerationWraps(t *testing.T) {
 	c := l.cnt.Load()
 	l.cnt.Store(c | (1<<24-1)<<genShift) // generation 2^24-1: parity 1
 	l.at.Store(l.at.Load() | 1)          // keep at's parity in step
-	ref := &refModel{limit: 5, window: int64(W)}
-	ref.allowN(0, 2)
+	ref := newRef(5, int64(W))
+	ref.AllowN(0, 2)
 	for i, at := range []time.Duration{W, W + W/2, 2 * W, 3 * W, 3*W + 1, 6 * W, 7 * W} {
-		want := ref.allowN(int64(at), 2)
+		want := ref.AllowN(int64(at), 2)
 		if got := l.AllowN(t0.Add(at), 2); got != want {
 			t.Fatalf("call %d at t0+%v: got %v, want %v (gen %d)", i, at, got, want, l.cnt.Load()>>genShift)
 		}
