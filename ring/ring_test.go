@@ -2,9 +2,6 @@ package ring
 
 import (
 	"context"
-	"errors"
-	"math"
-	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -90,64 +87,6 @@ func TestLongWindows(t *testing.T) {
 	}
 }
 
-// TestClockBackwards: a stale instant is treated as the latest one; it
-// never records an older state and never lets more through (golang/go#71360).
-func TestClockBackwards(t *testing.T) {
-	for _, impl := range impls {
-		t.Run(impl.name, func(t *testing.T) {
-			l := impl.new(2, time.Second)
-			run(t, l, []step{
-				{ms(5000), 1, true, ""},
-				{ms(0), 1, true, "stale instant: recorded at ms(5000)"},
-				{ms(0), 1, false, "full at ms(5000)"},
-				{ms(5999), 1, false, "so still full 999ms later"},
-				{ms(6000), 2, true, "both leave together: the stale one was not stamped at ms(0)"},
-			})
-			if got := l.TokensAt(ms(100)); got != 0 {
-				t.Errorf("TokensAt(stale) = %d, want 0 (evaluated at the latest instant)", got)
-			}
-		})
-	}
-}
-
-// TestExtremeInstants: instants far in the past or future saturate instead of
-// overflowing, and never panic. An instant beyond the representable range
-// moves the limiter's clock to the end of it; later instants are clamped
-// there, as with any instant from the future.
-func TestExtremeInstants(t *testing.T) {
-	for _, impl := range impls {
-		t.Run(impl.name, func(t *testing.T) {
-			far := time.Unix(math.MaxInt64/2, 0)
-			past := time.Time{}
-			l := impl.new(2, time.Second)
-			run(t, l, []step{
-				{past, 1, true, "year 1"},
-				{past, 1, true, ""},
-				{past, 1, false, "full"},
-				{t0, 2, true, "far later: window passed"},
-				{far, 1, true, "beyond the range"},
-				{far.Add(time.Hour), 1, true, "saturates at the same instant as far"},
-				{far.Add(time.Hour), 1, false, "so the window is full there"},
-				{t0, 1, false, "and stays full: the clock is held at the end of the range"},
-			})
-			// The window is full at the last instant the limiter can
-			// represent, so it can never admit again: ReadyAt says so
-			// (issue 10: it used to answer "now", and Wait spun).
-			if at, ok := l.ReadyAt(far, 1); ok {
-				t.Errorf("ReadyAt(far, 1) = %v, true; want never", at)
-			}
-			if at, ok := l.ReadyAt(t0, 1); ok {
-				t.Errorf("ReadyAt(t0, 1) = %v, true; want never", at)
-			}
-			if err := l.WaitN(context.Background(), 1); !errors.Is(err, ErrNeverReady) {
-				t.Errorf("WaitN = %v, want ErrNeverReady", err)
-			}
-			_ = l.TokensAt(past)
-			_ = l.IdleAt(far)
-		})
-	}
-}
-
 func TestTokensAndReadyAt(t *testing.T) {
 	for _, impl := range impls {
 		t.Run(impl.name, func(t *testing.T) {
@@ -203,54 +142,6 @@ func TestIdleAt(t *testing.T) {
 	}
 }
 
-// TestIdleMeansFresh: once idle, a limiter decides like a new one, for the
-// same calls at or after that instant.
-func TestIdleMeansFresh(t *testing.T) {
-	for _, impl := range impls {
-		old := impl.new(3, time.Second)
-		for i := range 7 {
-			old.AllowN(ms(int64(i*150)), 1+i%2)
-		}
-		at := ms(0)
-		for !old.IdleAt(at) {
-			at = at.Add(time.Millisecond)
-		}
-		fresh := impl.new(3, time.Second)
-		for i := range 50 {
-			now := at.Add(time.Duration(i*37) * time.Millisecond)
-			n := 1 + i%3
-			if a, b := old.AllowN(now, n), fresh.AllowN(now, n); a != b {
-				t.Fatalf("%s: after idle at t0+%v, call %d AllowN(t0+%v, %d): old %v, fresh %v", impl.name, at.Sub(t0), i, now.Sub(t0), n, a, b)
-			}
-		}
-	}
-}
-
-func TestNewErrors(t *testing.T) {
-	for _, c := range []struct {
-		limit  int
-		window time.Duration
-		want   string
-	}{
-		{0, time.Second, "ring: limit must be between 1 and"},
-		{-5, time.Second, "got -5"},
-		{MaxLimit + 1, time.Second, "limit"},
-		{1, 0, "ring: window must be between 1ns and"},
-		{1, -time.Second, "got -1s"},
-		{1, MaxWindow + 1, "window"},
-	} {
-		l, err := New(c.limit, c.window)
-		if err == nil || l != nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("New(%d, %v) = %v, %v; want nil and an error containing %q", c.limit, c.window, l, err, c.want)
-		}
-	}
-	// The largest window is accepted (the largest limit would allocate
-	// gigabytes; its bound is checked above).
-	if l, err := New(1, MaxWindow); err != nil || l.Window() != MaxWindow {
-		t.Errorf("New(1, MaxWindow) = %v, %v", l, err)
-	}
-}
-
 func TestZeroValue(t *testing.T) {
 	var l Limiter
 	if l.Allow() || l.AllowN(t0, 1) {
@@ -287,57 +178,6 @@ func TestAllocs(t *testing.T) {
 		if a := testing.AllocsPerRun(1000, f); a != 0 {
 			t.Errorf("%s: %v allocs per call, want 0", name, a)
 		}
-	}
-}
-
-func TestWait(t *testing.T) {
-	for _, impl := range impls {
-		t.Run(impl.name, func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				l := impl.new(2, time.Second)
-				start := time.Now()
-				ctx := context.Background()
-				for range 2 {
-					if err := l.WaitN(ctx, 1); err != nil {
-						t.Fatal(err)
-					}
-				}
-				if time.Since(start) != 0 {
-					t.Fatalf("first two waits blocked")
-				}
-				if err := l.WaitN(ctx, 2); err != nil {
-					t.Fatal(err)
-				}
-				if got := time.Since(start); got != time.Second {
-					t.Fatalf("waited %v for the window to free, want 1s", got)
-				}
-				// A deadline before the room frees fails at once.
-				dctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
-				defer cancel()
-				before := time.Now()
-				if err := l.WaitN(dctx, 1); !errors.Is(err, ErrDeadline) {
-					t.Fatalf("WaitN with a short deadline = %v, want ErrDeadline", err)
-				}
-				if time.Since(before) != 0 {
-					t.Fatalf("WaitN with a hopeless deadline waited")
-				}
-				if err := l.WaitN(ctx, 3); !errors.Is(err, ErrNeverReady) {
-					t.Fatalf("WaitN(3) on limit 2 = %v, want ErrNeverReady", err)
-				}
-				if err := l.WaitN(ctx, 0); err != nil {
-					t.Fatalf("WaitN(0) = %v", err)
-				}
-				// Cancellation while waiting returns ctx.Err() and admits nothing.
-				cctx, cancel2 := context.WithCancel(ctx)
-				go func() { time.Sleep(100 * time.Millisecond); cancel2() }()
-				if err := l.WaitN(cctx, 2); !errors.Is(err, context.Canceled) {
-					t.Fatalf("cancelled WaitN = %v", err)
-				}
-				if got := l.TokensAt(time.Now()); got != 0 {
-					t.Fatalf("cancelled WaitN admitted: %d tokens left", got)
-				}
-			})
-		})
 	}
 }
 

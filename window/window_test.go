@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
-	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -104,38 +103,6 @@ func TestIdleGapsPowersOfTwo(t *testing.T) {
 	})
 }
 
-func TestNewRejectsBadConfig(t *testing.T) {
-	cases := []struct {
-		limit  int
-		window time.Duration
-		want   string
-	}{
-		{0, time.Second, "window: limit must be between 1 and 1048575, got 0"},
-		{-1, time.Second, "limit must be between"},
-		{MaxLimit + 1, time.Second, "got 1048576"},
-		{1, 0, "window: window must be between 1ns and"},
-		{1, -time.Second, "window must be between"},
-		{1, MaxWindow + 1, "window must be between"},
-	}
-	for _, im := range impls {
-		for _, c := range cases {
-			l, err := im.new(c.limit, c.window)
-			if err == nil || !strings.Contains(err.Error(), c.want) {
-				t.Errorf("%s: New(%d, %v) error = %v, want it to contain %q", im.name, c.limit, c.window, err, c.want)
-			}
-			if l != nil {
-				t.Errorf("%s: New(%d, %v) returned a limiter with an error", im.name, c.limit, c.window)
-			}
-		}
-	}
-	if _, err := New(MaxLimit, MaxWindow); err != nil {
-		t.Errorf("New(MaxLimit, MaxWindow): %v", err)
-	}
-	if _, err := New(1, 1); err != nil {
-		t.Errorf("New(1, 1ns): %v", err)
-	}
-}
-
 // TestLargestConfig runs the formula at the largest limit and window, where
 // the products reach 2^77, against math/big.
 func TestLargestConfig(t *testing.T) {
@@ -166,54 +133,6 @@ func TestLargestConfig(t *testing.T) {
 	})
 }
 
-// TestFarInstants checks instants at the ends of time.Time's range, which
-// saturate the offset from the base and are then clamped: no panic, no
-// overflow, and the limiter keeps deciding by the formula at the clamped
-// instant.
-func TestFarInstants(t *testing.T) {
-	far := time.Unix(1<<62, 0)
-	early := time.Time{}
-	forEachImpl(t, func(t *testing.T, mk func(int, time.Duration) limiter) {
-		l := mk(2, MaxWindow)
-		if !l.AllowN(early, 1) {
-			t.Fatal("AllowN(year 1, 1) refused on a new limiter")
-		}
-		if !l.AllowN(t0, 1) {
-			t.Fatal("AllowN(t0, 1) refused: year 1 is clamped to 63 years before New, far from t0")
-		}
-		if got := l.TokensAt(t0); got != 1 {
-			t.Errorf("TokensAt(t0) = %d, want 1", got)
-		}
-		if !l.AllowN(far, 2) {
-			t.Fatal("AllowN(far future, 2) refused")
-		}
-		// Everything before the far window's start is now treated as that
-		// start, which is full, and so is every later instant: the far
-		// instant is clamped to the last one the limiter tells apart, where
-		// time stops. Nothing is ever ready again, and ReadyAt says so
-		// (issue 10, item 3: it used to answer now, and Wait spun).
-		for _, now := range []time.Time{early, t0, far, far.Add(time.Hour)} {
-			if l.AllowN(now, 1) {
-				t.Errorf("AllowN(%v, 1) admitted after the far-future window filled", now)
-			}
-			if at, ok := l.ReadyAt(now, 1); ok || !at.IsZero() {
-				t.Errorf("ReadyAt(%v, 1) = %v, %v: want zero, false", now, at, ok)
-			}
-			if got := l.TokensAt(now); got != 0 {
-				t.Errorf("TokensAt(%v) = %d, want 0", now, got)
-			}
-			if l.IdleAt(now) {
-				t.Errorf("IdleAt(%v) = true right after an admission", now)
-			}
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		if err := l.WaitN(ctx, 1); !errors.Is(err, ErrNeverReady) {
-			t.Errorf("WaitN = %v, want ErrNeverReady", err)
-		}
-	})
-}
-
 // TestMaxWindowArithmetic drives start+window to the top of the range.
 func TestMaxWindowArithmetic(t *testing.T) {
 	forEachImpl(t, func(t *testing.T, mk func(int, time.Duration) limiter) {
@@ -227,45 +146,6 @@ func TestMaxWindowArithmetic(t *testing.T) {
 		}
 		if got := l.TokensAt(far); got != 0 {
 			t.Errorf("TokensAt(far) = %d", got)
-		}
-	})
-}
-
-func TestEdgesWriteNothing(t *testing.T) {
-	forEachImpl(t, func(t *testing.T, mk func(int, time.Duration) limiter) {
-		l := mk(5, time.Second)
-		for _, n := range []int{0, -1, -1 << 30, 6, 1 << 30} {
-			l.AllowN(t0, n)
-			if !l.IdleAt(t0) {
-				t.Errorf("AllowN(t0, %d) on a new limiter wrote state: IdleAt(t0) = false", n)
-			}
-		}
-		if !l.AllowN(t0, 0) {
-			t.Error("AllowN(t0, 0) = false")
-		}
-		if at, ok := l.ReadyAt(t0, 0); !ok || !at.Equal(t0) {
-			t.Errorf("ReadyAt(t0, 0) = %v, %v; want t0, true", at, ok)
-		}
-		for _, n := range []int{-1, 6} {
-			if at, ok := l.ReadyAt(t0, n); ok || !at.IsZero() {
-				t.Errorf("ReadyAt(t0, %d) = %v, %v; want zero, false", n, at, ok)
-			}
-		}
-		// A refused call changes nothing: fill, then hammer with refusals at
-		// every kind of instant, and check the next decisions are unchanged.
-		l.AllowN(t0, 5)
-		before := []int{l.TokensAt(t0), l.TokensAt(t0.Add(time.Second + 300*time.Millisecond))}
-		for _, d := range []time.Duration{0, 1, 999 * time.Millisecond, time.Second, time.Second + 1, -time.Hour} {
-			for _, n := range []int{1, 2, 5, 6, -3} {
-				if d >= time.Second && n <= 5 && n > 0 {
-					continue // these could be admitted
-				}
-				l.AllowN(t0.Add(d), n)
-			}
-		}
-		after := []int{l.TokensAt(t0), l.TokensAt(t0.Add(time.Second + 300*time.Millisecond))}
-		if before[0] != after[0] || before[1] != after[1] {
-			t.Errorf("refused calls changed state: tokens %v -> %v", before, after)
 		}
 	})
 }
@@ -367,42 +247,6 @@ func TestMatchesReference(t *testing.T) {
 			if got, bound := oracle.MaxInWindow(ref.Stamps(0), int64(W)), int64(max(limit, 2*limit-2)); got > bound {
 				t.Fatalf("trial %d: %d admitted in one window, bound %d", trial, got, bound)
 			}
-		}
-	})
-}
-
-// TestIdleAtIsExact: whenever IdleAt(now) is true, the limiter must decide
-// every later call exactly as a new limiter.
-func TestIdleAtIsExact(t *testing.T) {
-	seed := rand.Uint64()
-	t.Logf("seed %d", seed)
-	forEachImpl(t, func(t *testing.T, mk func(int, time.Duration) limiter) {
-		rng := rand.New(rand.NewPCG(seed, 3))
-		idles := 0
-		for trial := 0; trial < 200; trial++ {
-			limit := 1 + rng.IntN(5)
-			W := time.Duration(1 + rng.IntN(20))
-			l := mk(limit, W)
-			var fresh limiter
-			var at time.Duration
-			for i := 0; i < 60; i++ {
-				at += time.Duration(rng.IntN(int(W)*3 + 1))
-				now := t0.Add(at)
-				if fresh == nil && l.IdleAt(now) {
-					fresh = mk(limit, W)
-					idles++
-				}
-				n := 1 + rng.IntN(limit)
-				got := l.AllowN(now, n)
-				if fresh != nil {
-					if want := fresh.AllowN(now, n); got != want {
-						t.Fatalf("trial %d call %d: idle limiter decided %v, new limiter %v", trial, i, got, want)
-					}
-				}
-			}
-		}
-		if idles == 0 {
-			t.Fatal("IdleAt was never true")
 		}
 	})
 }
@@ -581,45 +425,6 @@ func TestWait(t *testing.T) {
 				t.Errorf("WaitN(0) = %v", err)
 			}
 		})
-	})
-}
-
-func TestWaitErrors(t *testing.T) {
-	forEachImpl(t, func(t *testing.T, mk func(int, time.Duration) limiter) {
-		synctest.Test(t, func(t *testing.T) {
-			l := mk(2, time.Second)
-			for _, n := range []int{-1, 3} {
-				if err := l.WaitN(context.Background(), n); !errors.Is(err, ErrNeverReady) || !strings.HasPrefix(err.Error(), "window: ") {
-					t.Errorf("WaitN(%d) = %v, want window: ... ErrNeverReady", n, err)
-				}
-			}
-			l.AllowN(time.Now(), 2)
-			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-			defer cancel()
-			if err := l.Wait(ctx); !errors.Is(err, ErrDeadline) {
-				t.Errorf("Wait with 1s deadline, ready in 1.5s: %v, want ErrDeadline", err)
-			}
-			ctx2, cancel2 := context.WithCancel(context.Background())
-			go func() {
-				time.Sleep(100 * time.Millisecond) // fake time inside the bubble
-				cancel2()
-			}()
-			if err := l.Wait(ctx2); !errors.Is(err, context.Canceled) {
-				t.Errorf("Wait cancelled after 100ms: %v, want context.Canceled", err)
-			}
-			if got := l.TokensAt(time.Now()); got != 0 {
-				t.Errorf("a failed Wait admitted something: TokensAt = %d", got)
-			}
-		})
-	})
-}
-
-func TestLimitWindow(t *testing.T) {
-	forEachImpl(t, func(t *testing.T, mk func(int, time.Duration) limiter) {
-		l := mk(7, 3*time.Second)
-		if l.Limit() != 7 || l.Window() != 3*time.Second {
-			t.Errorf("Limit, Window = %d, %v", l.Limit(), l.Window())
-		}
 	})
 }
 
