@@ -11,8 +11,8 @@ import (
 )
 
 // This file holds the mutex twin and the harness that runs every test on
-// both implementations; oracle_test.go holds refModel, the naive reference
-// for the decisions.
+// both implementations; oracle_test.go holds newRef, the naive reference for
+// the decisions (internal/oracle's two-counter model).
 
 // mutexLimiter has the semantics of Limiter, with the state in plain fields
 // guarded by a mutex. It is the reference the lock-free protocol is tested
