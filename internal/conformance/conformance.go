@@ -30,7 +30,7 @@
 //     decided as by a new limiter;
 //   - RefusalWritesNothing: a limiter fed refused calls too decides like a
 //     twin fed only the admitted ones;
-//   - Wait: WaitN with a done context, a deadline before ReadyAt
+//   - Wait (unless Options.NoWait): WaitN with a done context, a deadline before ReadyAt
 //     (ErrDeadline, without waiting), n out of range (ErrNeverReady), and a
 //     wait that ends exactly at ReadyAt, in a testing/synctest bubble;
 //   - Oracle (and OracleRules for several rules): every answer on random
@@ -120,6 +120,10 @@ type Options struct {
 	// constructor accepts. Required when Construct is set.
 	MaxLimit  int
 	MaxWindow time.Duration
+	// NoWait, if not empty, says why the type has no WaitN: the WaitN
+	// calls of Edges and TimeBounds are left out, Wait is skipped with
+	// this reason, and the adapter's WaitN is never called.
+	NoWait string
 	// Skip names checks (subtest names of Run) that are known to fail,
 	// each with the reason and the issue that tracks it. They are skipped
 	// with that reason, never silently.

@@ -15,6 +15,9 @@ import (
 // wait checks WaitN in a testing/synctest bubble, where the clock is fake
 // and advances only when every goroutine of the bubble is blocked.
 func (s *suite) wait(t *testing.T) {
+	if s.NoWait != "" {
+		t.Skip(s.NoWait)
+	}
 	const limit = 4
 	const w = time.Second
 	synctest.Test(t, func(t *testing.T) {
