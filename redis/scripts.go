@@ -153,7 +153,8 @@ return out
 // el = t - ws the time into the window in effect at t, it admits n iff
 // prev*(w-el) + (curr+n)*w <= limit*w. The products reach 2^76, beyond a
 // double's exact range, so they are computed as two 26-bit limbs (mul);
-// limits are below 2^26 and windows below 2^50 microseconds.
+// limits are below 2^26 and windows below 2^50 microseconds. A cost of 0 is
+// admitted whatever the estimate, even one above the limit (prev weighs in).
 var windowScript = newScript(`
 local key = KEYS[1]
 local now = tonumber(ARGV[1])
@@ -217,7 +218,7 @@ for r = 0, nr - 1 do
   if n > l or n < 0 then
     ok = false
     ready = -1
-  elseif not fits(l, w, p, c, t - ws, n) then
+  elseif n > 0 and not fits(l, w, p, c, t - ws, n) then
     ok = false
     if ready >= 0 then
       local u
