@@ -2,7 +2,6 @@ package window
 
 import (
 	"fmt"
-	"os"
 	"runtime"
 	"slices"
 	"strings"
@@ -12,20 +11,17 @@ import (
 	"time"
 )
 
-// TestRatios measures the benchmark targets as ratios taken within short
+// BenchmarkRatios measures the speed targets as ratios taken within short
 // rounds: every round runs each variant of BenchmarkWindow for about 10 ms,
 // one after the other, and the ratio of two variants is taken within the
-// round; the report gives the median over the rounds. On a machine shared
-// with other work, `go test -bench` (which runs all counts of one
-// sub-benchmark before the next) compares variants measured minutes apart;
-// this compares them milliseconds apart. It is skipped unless
-// WINDOW_RATIOS=1:
+// round; it reports the median over the rounds as metrics (for GOMAXPROCS 1,
+// 2 and 8, which it sets itself). On a machine shared with other work,
+// `go test -bench` (which runs all counts of one sub-benchmark before the
+// next) compares variants measured minutes apart; this compares them
+// milliseconds apart. One iteration is the whole measurement (a few seconds):
 //
-//	WINDOW_RATIOS=1 go test -run TestRatios -v ./window/
-func TestRatios(t *testing.T) {
-	if os.Getenv("WINDOW_RATIOS") == "" {
-		t.Skip("set WINDOW_RATIOS=1 to measure")
-	}
+//	go test -run '^$' -bench BenchmarkRatios -benchtime 1x -v ./window/
+func BenchmarkRatios(b *testing.B) {
 	const rounds = 40
 	type variant struct {
 		name     string
@@ -99,12 +95,16 @@ func TestRatios(t *testing.T) {
 		for _, v := range variants {
 			fmt.Fprintf(&report, " %s=%.1f", key(v), median(ns[key(v)]))
 		}
+		b.ReportMetric(ratio("cas/admit/serial", "floor/serial"), fmt.Sprintf("admit/floor@p%d", procs))
+		b.ReportMetric(ratio("cas/deny/serial", "floor/serial"), fmt.Sprintf("deny/floor@p%d", procs))
+		b.ReportMetric(ratio("cas/admit/parallel", "mutex/admit/parallel"), fmt.Sprintf("par-admit/mutex@p%d", procs))
+		b.ReportMetric(ratio("cas/deny/parallel", "cas/deny/serial"), fmt.Sprintf("par-deny/serial@p%d", procs))
 		fmt.Fprintf(&report, "\n  cas admit / floor (serial) = %.2f, cas deny / floor (serial) = %.2f\n",
 			ratio("cas/admit/serial", "floor/serial"), ratio("cas/deny/serial", "floor/serial"))
 		fmt.Fprintf(&report, "  parallel cas admit / mutex admit = %.2f, parallel cas deny / serial cas deny = %.2f\n",
 			ratio("cas/admit/parallel", "mutex/admit/parallel"), ratio("cas/deny/parallel", "cas/deny/serial"))
 	}
-	t.Log("\n" + report.String())
+	b.Log("\n" + report.String())
 }
 
 // timeCalls makes n calls of call, from one goroutine or spread over procs
