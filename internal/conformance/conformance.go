@@ -17,11 +17,11 @@
 //   - TimeBackwards: a stale instant never lets more through than the latest
 //     admitted one, and never moves state backwards;
 //   - ExtremeInstants: at time.Time{}, far in the past and far in the future,
-//     AllowN, TokensAt and ReadyAt agree, and ReadyAt answers ok only where
-//     AllowN admits at the instant it returns;
+//     AllowN, TokensAt (and RemainingAt) and ReadyAt agree, and ReadyAt
+//     answers ok only where AllowN admits at the instant it returns;
 //   - TimeBounds: filled at time.Time{}, the limiter is full there; filled
-//     at the last instant a time.Time can hold, it says ReadyAt never, and
-//     WaitN fails at once with ErrNeverReady;
+//     at the last instant a time.Time can hold, it says ReadyAt never, is
+//     not idle, and WaitN fails at once with ErrNeverReady;
 //   - ReadyAt: the answer is not before now, now itself (unchanged) when n
 //     fits, admitted at the returned instant and refused one nanosecond
 //     before it;

@@ -226,6 +226,9 @@ func (s *suite) timeBounds(t *testing.T) {
 		r, ok := l.ReadyAt(x, 1)
 		assert.Falsef(t, ok, "ReadyAt(%v, 1) after AllowN(year 9999, limit): ok (at %v), but time cannot advance", x, r)
 		assert.Equalf(t, time.Time{}, r, "ReadyAt(%v, 1) after AllowN(year 9999, limit): the instant with ok=false", x)
+		if id, ok := l.(Idler); ok {
+			assert.Falsef(t, id.IdleAt(x), "IdleAt(%v) after AllowN(year 9999, limit)", x)
+		}
 	}
 	if s.NoWait != "" {
 		return
@@ -243,6 +246,11 @@ func (s *suite) agreeAt(t *testing.T, l Limiter, t0, x time.Time, limit int, ord
 	t.Helper()
 	tokens := l.TokensAt(x)
 	require.Truef(t, tokens >= 0 && tokens <= limit, "%s: TokensAt(%s) = %d, outside [0, %d]", order, at(t0, x), tokens, limit)
+	if rm, ok := l.(Remainer); ok {
+		rem := rm.RemainingAt(x, nil)
+		require.Lenf(t, rem, 1, "%s: RemainingAt(%s) of a one-rule limiter", order, at(t0, x))
+		assert.Equalf(t, tokens, rem[0], "%s: RemainingAt(%s) = %v with TokensAt = %d", order, at(t0, x), rem, tokens)
+	}
 	r, ok := l.ReadyAt(x, 0)
 	assert.Truef(t, ok && r == x, "%s: ReadyAt(%s, 0) = %v, %v; want now unchanged, true", order, at(t0, x), r, ok)
 	if tokens >= 1 {
