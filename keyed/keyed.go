@@ -92,7 +92,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/slidelimit/slidelimit/internal/clock"
+	"github.com/slidelimit/slidelimit"
 )
 
 // PerKey is the part of the limiter contract that a keyed Limiter uses for
@@ -109,12 +109,14 @@ type PerKey interface {
 
 // ErrNeverReady is wrapped by the error Decide and WaitN return when n can
 // never be admitted: n < 0, or n above what a newly constructed limiter
-// admits (the same value as ring.ErrNeverReady and the others).
-var ErrNeverReady = clock.ErrNeverReady
+// admits. It is the module's [slidelimit.ErrNeverReady], so errors.Is matches
+// either (and ring.ErrNeverReady and the others, which are the same value).
+var ErrNeverReady = slidelimit.ErrNeverReady
 
 // ErrDeadline is wrapped by the error WaitN returns when the context's
-// deadline falls before the instant n could be admitted.
-var ErrDeadline = clock.ErrDeadline
+// deadline falls before the instant n could be admitted. It is the module's
+// [slidelimit.ErrDeadline].
+var ErrDeadline = slidelimit.ErrDeadline
 
 // ErrFull is wrapped by the error Decide and WaitN return when the key is
 // absent, the Limiter holds MaxKeys keys, and sweeping freed none.
