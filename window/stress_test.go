@@ -11,7 +11,7 @@ import (
 )
 
 // These tests are meant for -race: many goroutines on one limiter, in phases
-// separated by a barrier, each phase checked against refModel.
+// separated by a barrier, each phase checked against newRef.
 
 const stressGoroutines = 8
 

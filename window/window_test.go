@@ -212,7 +212,7 @@ func TestReadyAt(t *testing.T) {
 }
 
 // TestMatchesReference replays random call sequences, including time going
-// backwards and long idle gaps, on both implementations and on refModel, and
+// backwards and long idle gaps, on both implementations and on newRef, and
 // checks every decision and TokensAt. It also checks the window bound on the
 // stamps: sequential histories stay within max(limit, 2*limit-2).
 func TestMatchesReference(t *testing.T) {
