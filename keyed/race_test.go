@@ -3,6 +3,8 @@ package keyed_test
 import (
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -23,7 +25,7 @@ import (
 func TestConcurrentPhases(t *testing.T) {
 	for _, im := range impls {
 		t.Run(im.name, func(t *testing.T) {
-			seed := rand.Uint64()
+			seed := phasesSeed(t)
 			t.Logf("seed %d", seed)
 			r := rand.New(rand.NewPCG(seed, 2))
 			const (
@@ -125,6 +127,21 @@ func TestConcurrentPhases(t *testing.T) {
 			t.Logf("%d evictions", evicted.Load())
 		})
 	}
+}
+
+// phasesSeed returns the seed of TestConcurrentPhases: KEYED_PHASES_SEED if
+// set (to replay the calls of a logged failure; the interleaving itself is
+// not replayed), else a random one.
+func phasesSeed(t *testing.T) uint64 {
+	v := os.Getenv("KEYED_PHASES_SEED")
+	if v == "" {
+		return rand.Uint64()
+	}
+	seed, err := strconv.ParseUint(v, 10, 64)
+	if err != nil {
+		t.Fatalf("KEYED_PHASES_SEED=%q: %v", v, err)
+	}
+	return seed
 }
 
 // hooked returns a Limiter over naive limiters of limit 2 and window w whose
