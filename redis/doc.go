@@ -1,7 +1,8 @@
 // Package redis keeps rate limits in Redis, so that every instance of a
-// service shares one limit: an exact sliding log (NewLog) and a two-counter
-// window (NewWindow), each with several rules at once, all or nothing, and a
-// cost per call. It is its own module, so that users of the in-process
+// service shares one limit: an exact sliding log (NewLog), a two-counter
+// window (NewWindow) and sub-window counters of a chosen precision
+// (NewBuckets), each with several rules at once, all or nothing, and a cost
+// per call. It is its own module, so that users of the in-process
 // limiters never download a Redis client.
 //
 // Each decision is one Lua script call on one Redis key: one round trip,
@@ -11,7 +12,8 @@
 // nothing. The semantics and the edges follow the
 // in-process limiters of this module (docs/api-contract.md): NewLog decides
 // exactly as package multi's exact limiter would, NewWindow as package
-// window's two-counter formula would, rule by rule.
+// window's two-counter formula would, rule by rule; NewBuckets can exceed a
+// limit by at most what one sub-window admitted.
 //
 // Time is the Redis server's clock (TIME) by default, so instances with
 // skewed clocks share one clock; AllowN also takes an instant from the
@@ -19,12 +21,13 @@
 // microseconds: instants are truncated to them, windows must be whole
 // microseconds, and two calls in the same microsecond are simultaneous.
 //
-// Keys. A user key becomes one Redis key, "<prefix>:log:{key}" or
-// "<prefix>:win:{key}": the braces are a Redis Cluster hash tag, so all the
-// state of one decision lies in one slot and the script touches only the key
-// it was given. A key that itself contains braces gets a digest of itself as
+// Keys. A user key becomes one Redis key, "<prefix>:log:{key}",
+// "<prefix>:win:{key}" or "<prefix>:bkt:{key}": the braces are a Redis
+// Cluster hash tag, so all the state of one decision lies in one slot and the
+// script touches only the key it was given. A key that itself contains braces gets a digest of itself as
 // its tag instead. Every key expires once it carries no information (after
-// its longest window, or two for NewWindow), so Redis holds only the keys
+// its longest window, or two for NewWindow, or once its newest sub-window
+// has left every rule for NewBuckets), so Redis holds only the keys
 // active recently.
 //
 // Failures. Each decision has a timeout. When Redis fails or is late, the

@@ -20,8 +20,12 @@ const (
 	// MaxLogLimit is the largest limit of a rule of NewLog: 2^20. The log
 	// of a key costs 8 bytes per unit of its largest limit.
 	MaxLogLimit = 1 << 20
-	// MaxWindowLimit is the largest limit of a rule of NewWindow: 2^26-1.
+	// MaxWindowLimit is the largest limit of a rule of NewWindow and
+	// NewBuckets: 2^26-1.
 	MaxWindowLimit = 1<<26 - 1
+	// MaxBuckets is the most sub-window counters of one rule of
+	// NewBuckets: ceil(Window/Precision) is at most 1024.
+	MaxBuckets = 1024
 	// MaxWindow is the longest window of a rule: 2^50 microseconds, about
 	// 35 years. Windows are whole microseconds.
 	MaxWindow = time.Duration(1<<50) * time.Microsecond
@@ -41,6 +45,11 @@ const (
 type Rule struct {
 	Limit  int
 	Window time.Duration
+	// Precision is the length of a sub-window counter of NewBuckets, in
+	// (0, Window], whole microseconds, with ceil(Window/Precision) at most
+	// MaxBuckets; Precision == Window is a fixed window. It must be zero
+	// for NewLog, NewWindow and Options.Fallback.
+	Precision time.Duration
 }
 
 // Policy says what a decision does when Redis does not answer in time or
@@ -140,10 +149,10 @@ type fallbackStore interface {
 type Limiter struct {
 	c       Client
 	s       script
-	kind    string // "log" or "win", in the key
+	kind    string // "log", "win" or "bkt", in the key
 	exact   bool
 	rules   []Rule
-	args    []any // per-rule script arguments: limit, window µs, ...
+	args    []any // per-rule script arguments: limit, window µs (buckets: limit, precision µs, buckets), ...
 	maxLim  int
 	ttlMS   int64 // log: how long a key outlives its newest stamp
 	prefix  string
@@ -160,7 +169,7 @@ type Limiter struct {
 // limit; a decision reads O(rules + log L) 8-byte slices of it and writes
 // only the stamps it adds. Limits are in [1, MaxLogLimit].
 func NewLog(c Client, opts Options, rules ...Rule) (*Limiter, error) {
-	return newLimiter(c, opts, rules, true)
+	return newLimiter(c, opts, rules, kindLog)
 }
 
 // NewWindow returns a two-counter window limiter: each rule decides as
@@ -169,18 +178,46 @@ func NewLog(c Client, opts Options, rules ...Rule) (*Limiter, error) {
 // of a rule's length (docs/window.md). Each key costs 24 bytes per rule in
 // Redis, whatever the limits. Limits are in [1, MaxWindowLimit].
 func NewWindow(c Client, opts Options, rules ...Rule) (*Limiter, error) {
-	return newLimiter(c, opts, rules, false)
+	return newLimiter(c, opts, rules, kindWindow)
 }
 
-func newLimiter(c Client, opts Options, rules []Rule, exact bool) (*Limiter, error) {
+// NewBuckets returns a limiter that keeps each rule as ceil(Window/Precision)
+// counters of Precision each, aligned on multiples of Precision from the
+// Unix epoch: n is admitted at t iff the cost counted in t's sub-window and
+// the ones before it, ceil(Window/Precision) in all, plus n is at most Limit.
+// A rule whose Precision is its Window is a fixed window. A stale instant
+// (before the latest admission) is decided at the latest admission.
+//
+// It can admit more than Limit in some window of a rule's length, by at most
+// the cost admitted in one sub-window (so at most 2*Limit, for a fixed
+// window), and it can refuse a call the exact log would admit when Window is
+// not a multiple of Precision (docs/redis.md). Memory per key does not grow
+// with the limit: 16 bytes per counter plus 8, whatever the limits, so a limit
+// of a million per hour costs a few hundred bytes. Limits are in [1,
+// MaxWindowLimit].
+func NewBuckets(c Client, opts Options, rules ...Rule) (*Limiter, error) {
+	return newLimiter(c, opts, rules, kindBuckets)
+}
+
+// kind is which script a Limiter runs.
+type kind uint8
+
+const (
+	kindLog kind = iota
+	kindWindow
+	kindBuckets
+)
+
+func newLimiter(c Client, opts Options, rules []Rule, k kind) (*Limiter, error) {
 	if c == nil {
 		return nil, errors.New("redis: client must not be nil")
 	}
+	exact := k == kindLog
 	maxLim := MaxWindowLimit
 	if exact {
 		maxLim = MaxLogLimit
 	}
-	if err := validateRules("", rules, maxLim); err != nil {
+	if err := validateRules("", rules, maxLim, k == kindBuckets); err != nil {
 		return nil, err
 	}
 	if opts.MinTTL < 0 || opts.MinTTL > MaxWindow {
@@ -205,19 +242,26 @@ func newLimiter(c Client, opts Options, rules []Rule, exact bool) (*Limiter, err
 	}
 	var maxW time.Duration
 	for _, r := range rules {
-		l.args = append(l.args, r.Limit, int64(r.Window/time.Microsecond))
+		if k == kindBuckets {
+			l.args = append(l.args, r.Limit, int64(r.Precision/time.Microsecond), int64(buckets(r)))
+		} else {
+			l.args = append(l.args, r.Limit, int64(r.Window/time.Microsecond))
+		}
 		l.maxLim = max(l.maxLim, r.Limit)
 		maxW = max(maxW, r.Window)
 	}
-	if exact {
+	switch k {
+	case kindLog:
 		l.s, l.kind = logScript, "log"
 		ttl := max(maxW, opts.MinTTL)
 		l.ttlMS = int64((ttl+time.Millisecond-1)/time.Millisecond) + 1
-	} else {
+	case kindWindow:
 		l.s, l.kind = windowScript, "win"
+	default:
+		l.s, l.kind = bucketScript, "bkt"
 	}
 	if opts.OnError == FallBack {
-		if err := validateRules("fallback ", opts.Fallback, multi.MaxLimit); err != nil {
+		if err := validateRules("fallback ", opts.Fallback, multi.MaxLimit, false); err != nil {
 			return nil, err
 		}
 		fr := make([]multi.Rule, len(opts.Fallback))
@@ -237,7 +281,10 @@ func newLimiter(c Client, opts Options, rules []Rule, exact bool) (*Limiter, err
 	return l, nil
 }
 
-func validateRules(what string, rules []Rule, maxLimit int) error {
+// buckets is the number of sub-window counters of a NewBuckets rule.
+func buckets(r Rule) time.Duration { return (r.Window + r.Precision - 1) / r.Precision }
+
+func validateRules(what string, rules []Rule, maxLimit int, precision bool) error {
 	if len(rules) == 0 || len(rules) > MaxRules {
 		return fmt.Errorf("redis: %srules: between 1 and %d rules are required, got %d", what, MaxRules, len(rules))
 	}
@@ -248,6 +295,20 @@ func validateRules(what string, rules []Rule, maxLimit int) error {
 		if r.Window < time.Microsecond || r.Window > MaxWindow || r.Window%time.Microsecond != 0 {
 			return fmt.Errorf("redis: %srule %d: window must be a whole number of microseconds between 1µs and %v, got %v",
 				what, i, MaxWindow, r.Window)
+		}
+		if !precision {
+			if r.Precision != 0 {
+				return fmt.Errorf("redis: %srule %d: precision is for NewBuckets only and must be 0 here, got %v", what, i, r.Precision)
+			}
+			continue
+		}
+		if r.Precision < time.Microsecond || r.Precision > r.Window || r.Precision%time.Microsecond != 0 {
+			return fmt.Errorf("redis: %srule %d: precision must be a whole number of microseconds between 1µs and the window %v, got %v",
+				what, i, r.Window, r.Precision)
+		}
+		if k := buckets(r); k > MaxBuckets {
+			return fmt.Errorf("redis: %srule %d: precision %v splits the window %v into %d counters, more than %d",
+				what, i, r.Precision, r.Window, k, MaxBuckets)
 		}
 	}
 	return nil
@@ -324,7 +385,7 @@ func (l *Limiter) decide(ctx context.Context, key string, now time.Time, n int, 
 	var args []any
 	if l.exact {
 		args = append(make([]any, 0, 5+len(l.args)), l.maxLim, us, sent, l.ttlMS, flag)
-	} else {
+	} else { // the window and bucket scripts take the same leading arguments
 		args = append(make([]any, 0, 4+len(l.args)), us, sent, l.minTTL, flag)
 	}
 	args = append(args, l.args...)

@@ -260,3 +260,111 @@ for r = 0, nr - 1 do
 end
 return out
 `)
+
+// bucketScript is the sub-window counters of NewBuckets, all or nothing.
+// KEYS[1] holds a string: a little-endian double, the instant of the latest
+// admission (microseconds), then for each rule k slots of two doubles, a
+// sub-window's index (its start divided by the precision) and the cost
+// admitted in it; sub-window b lives in slot b mod k. ARGV: now (-1: the
+// server's TIME), n, the least TTL (microseconds), dry (as for the log),
+// then limit, precision p (microseconds) and k = ceil(window/p) for each
+// rule.
+//
+// A stale instant is decided at the latest admission. At t, with b the index
+// of t's sub-window, a rule counts the sub-windows b-k+1 .. b and admits n
+// iff their cost plus n is at most the limit. When it refuses, the cost fits
+// from the start of the first sub-window j > b at which the ones that have
+// left (b-k+1 .. j-k) free enough; ready is the latest such start over the
+// refusing rules. The key lives until its newest sub-window leaves every
+// rule: (b+k)*p, at the least the least TTL. A refused call runs no write
+// command; the whole key is read with one GET and written with one SET (at
+// most 16 KiB per rule).
+var bucketScript = newScript(`
+local key = KEYS[1]
+local now = tonumber(ARGV[1])
+local n = tonumber(ARGV[2])
+local minttl = tonumber(ARGV[3])
+local dry = ARGV[4] == '1'
+local nr = (#ARGV - 4) / 3
+if now < 0 then
+  local tm = redis.call('TIME')
+  now = tonumber(tm[1]) * 1000000 + tonumber(tm[2])
+end
+local size = 8
+for r = 0, nr - 1 do size = size + 16 * tonumber(ARGV[7 + 3 * r]) end
+local raw = redis.call('GET', key)
+if raw and #raw ~= size then
+  return redis.error_reply('ERR slidelimit: key holds ' .. #raw .. ' bytes, not ' .. size .. ' bytes of counters')
+end
+if raw then
+  local last = struct.unpack('<d', raw, 1)
+  if now < last then now = last end
+end
+local ok = n >= 0
+local ready = now
+local st = {}
+local off = 9
+for r = 0, nr - 1 do
+  local l = tonumber(ARGV[5 + 3 * r])
+  local p = tonumber(ARGV[6 + 3 * r])
+  local k = tonumber(ARGV[7 + 3 * r])
+  local b = math.floor(now / p)
+  while b * p > now do b = b - 1 end
+  while (b + 1) * p <= now do b = b + 1 end
+  local cnt = {}
+  local sum = 0
+  if raw then
+    for s = 0, k - 1 do
+      local sb, c = struct.unpack('<dd', raw, off + 16 * s)
+      if c > 0 and sb > b - k and sb <= b then
+        cnt[b - sb] = c
+        sum = sum + c
+      end
+    end
+  end
+  st[r] = {off, b, k, sum, l, p, cnt[0] or 0}
+  if n > l or n < 0 then
+    ok = false
+    ready = -1
+  elseif n > 0 and sum + n > l then
+    ok = false
+    if ready >= 0 then
+      local j, s = b, sum
+      while s + n > l do
+        j = j + 1
+        s = s - (cnt[b - j + k] or 0)
+      end
+      if j * p > ready then ready = j * p end
+    end
+  end
+  off = off + 16 * k
+end
+local admit = ok and n > 0 and not dry
+if admit then
+  local parts = {struct.pack('<d', now)}
+  local ttl = minttl
+  for r = 0, nr - 1 do
+    local s = st[r]
+    local o, b, k, p = s[1], s[2], s[3], s[6]
+    local i = b % k
+    local slot = struct.pack('<dd', b, s[7] + n)
+    if raw then
+      parts[r + 2] = raw:sub(o, o + 16 * i - 1) .. slot .. raw:sub(o + 16 * (i + 1), o + 16 * k - 1)
+    else
+      parts[r + 2] = string.rep('\0', 16 * i) .. slot .. string.rep('\0', 16 * (k - i - 1))
+    end
+    local e = (b + k) * p - now
+    if e > ttl then ttl = e end
+  end
+  redis.call('SET', key, table.concat(parts), 'PX', math.floor((ttl + 999) / 1000) + 1)
+end
+local out = {ok and 1 or 0, now, ready}
+for r = 0, nr - 1 do
+  local s = st[r]
+  local left = s[5] - s[4]
+  if admit then left = left - n end
+  if left < 0 then left = 0 end
+  out[4 + r] = left
+end
+return out
+`)
