@@ -89,7 +89,7 @@ bench:
 	@mkdir -p docs/results
 	go test -run='^$$' -bench=. -benchmem -count=10 -cpu=1,2,8 ./... | tee docs/results/lib-bench.txt
 	go run $(BENCHSTAT) docs/results/lib-bench.txt
-	cd bench && ./compare.sh -full
+	cd bench && ./compare.sh -full && ./compare.sh -publish
 
 ## compare: accuracy and speed side by side with the peers (see bench/).
 compare:

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # compare.sh: slidelimit against the Go rate limiters people use today, on
-# accuracy (replayed on simulated time), speed, tail latency and memory, on
-# this machine.
+# accuracy (replayed on simulated time), speed (one limiter, keyed stores,
+# HTTP middlewares), tail latency and memory, on this machine.
 #
 #   ./compare.sh           representative subset, about three minutes on
 #                          2 cores (make compare)
@@ -38,15 +38,16 @@ case "${1:-}" in
 esac
 
 if [[ $mode == full ]]; then
-	count=10 benchtime=200ms cpus=1,2
+	count=10 benchtime=200ms cpus=1,2 http_benchtime=200ms
 	keyed_small='^keys=(1000|100000)$/^order=(random|zipf|seq)$/^path=(mixed|deny)$'
 	big_stores='.*' big_orders='random|zipf'
 	lat_flags=()
 else
 	# The subset: keyed at 100k keys in random and Zipf order; at 1M keys
 	# only ours and the target's peer (sethvargo) are timed, every store is
-	# still weighed; the latency harness without the keyed stores.
-	count=3 benchtime=100ms cpus=2
+	# still weighed; the latency harness without the keyed stores; the HTTP
+	# middlewares with a shorter -benchtime.
+	count=3 benchtime=100ms cpus=2 http_benchtime=50ms
 	keyed_small='^keys=100000$/^order=(random|zipf)$/^path=mixed$'
 	big_stores='^(keyed-.*|sethvargo)$' big_orders='random'
 	lat_flags=(-g 2 -runs 1 -calls 262144 -nokeyed)
@@ -106,6 +107,15 @@ for s in $("$out/memkey" -list | grep -E "$big_stores"); do
 	BENCH_FULL=1 b -test.bench "^BenchmarkKeyed\$/^keys=1000000\$/^order=($big_orders)\$/^path=mixed\$/^impl=$s\$" -test.cpu "$cpus"
 done
 
+step "speed: HTTP middlewares, one request, 1 key and 100k keys ($count interleaved runs; each builds its 100k-key fixtures)"
+# One process per run, every middleware in each, so that a change in the
+# machine's load falls on every middleware alike (BenchmarkHTTP has no rounds
+# of its own).
+for ((i = 1; i <= count; i++)); do
+	BENCH_FULL=1 locked "$out/bench.test" -test.run '^$' -test.benchmem -test.count 1 -test.benchtime "$http_benchtime" \
+		-test.cpu 2 -test.bench '^BenchmarkHTTP$' | tee -a "$bench" | grep -E '^Benchmark' >&2 || true
+done
+
 step "tail latency: one shared limiter, quiet and beside 2 busy goroutines it starts and stops"
 locked "$out/latency" "${lat_flags[@]}" -json "$out/latency.json" -img "$img" >"$out/latency.md"
 
@@ -132,6 +142,8 @@ bs() { go run "$BENCHSTAT" "$@" "$bench"; }
 	bs -filter '/mode:parallel' -col '/impl@(mutexwindow window)' -row /path,/gomaxprocs
 	echo "### Keyed stores, against sethvargo/go-limiter"
 	bs -filter '.name:Keyed' -col '/impl@(sethvargo keyed-window keyed-ring throttled ulule httprate)' -row /keys,/order,/path,/gomaxprocs
+	echo "### HTTP middlewares, against go-chi/httprate"
+	bs -filter '.name:HTTP' -col '/impl@(httprate slidelimit slidelimit-nofields sethvargo throttled tollbooth ulule)' -row /path,/keys
 } >"$out/benchstat.txt" 2>"$out/benchstat.err" || { cat "$out/benchstat.err" >&2; exit 1; }
 
 step "report"

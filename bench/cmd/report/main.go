@@ -57,8 +57,10 @@ func main() {
 		res, err = parseBench(strings.Split(*benchPaths, ","))
 		check(err)
 		printSpeed(full, res)
+		printHTTP(full, res)
 		if *imgDir != "" {
 			check(plotSpeed(res, *imgDir))
+			check(plotHTTP(res, *imgDir))
 		}
 	}
 	var mem []memResult
@@ -79,7 +81,7 @@ func main() {
 		lat = string(b)
 		fmt.Fprintln(full, strings.ReplaceAll(lat, "\n## ", "\n### "))
 	}
-	ts := targets(rep, res, mem, rings)
+	ts := append(targets(rep, res, mem, rings), httpTargets(res)...)
 	printTargets(full, ts)
 	printSummary(sum, rep, res, mem, ts, lat)
 	if *outPath != "" {

@@ -68,6 +68,7 @@ func printSummary(w io.Writer, rep *accuracy.Report, r results, mem []memResult,
 			fmt.Fprintf(w, "  %8s %-7s %4s %10s %10s %10s\n", "keys", "order", "cpu", "kd-window", "kd-ring", "sethvargo")
 			fmt.Fprintln(w, strings.Join(lines, "\n"))
 		}
+		printHTTPSummary(w, r)
 	}
 	if len(mem) > 0 {
 		fmt.Fprintf(w, "\nMemory per key (limit 100 per hour per key, live heap after GC):\n\n")
