@@ -373,3 +373,58 @@ func TestOutsideBuckets(t *testing.T) {
 		}
 	}
 }
+
+// bucketBound returns, for stamps admitted by one rule of NewBuckets, the
+// largest cost in any window of its length and the bound on it: the limit
+// plus the most admitted in one sub-window.
+func bucketBound(s []stamp, r redis.Rule) (got, bound int) {
+	p := r.Precision.Microseconds()
+	perSub := map[int64]int{}
+	most := 0
+	for _, x := range s {
+		perSub[x.t/p] += x.n
+		most = max(most, perSub[x.t/p])
+	}
+	return maxInWindow(s, r.Window.Microseconds()), r.Limit + most
+}
+
+// TestOutsideBucketsFaults: NewBuckets on the server's clock under 8
+// goroutines: SCRIPT FLUSH in the middle costs no error; a server killed in
+// the middle and restarted empty makes fail closed answer errors and admit
+// nothing, and Redis decides again after the restart. The admissions Redis
+// made keep the bound throughout.
+func TestOutsideBucketsFaults(t *testing.T) {
+	s, _, c := standalone(t)
+	rule := redis.Rule{Limit: 20, Window: 50 * time.Millisecond, Precision: 10 * time.Millisecond}
+	l, err := redis.NewBuckets(c, redis.Options{Timeout: 200 * time.Millisecond}, rule)
+	require.NoError(t, err)
+	check := func(what string, ds []redis.Decision) map[redis.Source][]stamp {
+		bySrc := split(ds)
+		got, bound := bucketBound(bySrc[redis.FromRedis], rule)
+		require.LessOrEqual(t, got, bound, "%s: admitted in one window", what)
+		return bySrc
+	}
+
+	flush := func() {
+		_, err := redistest.Do(s.Addr(), "SCRIPT", "FLUSH")
+		require.NoError(t, err)
+	}
+	bySrc := check("flush", load(t, l, "flush", 8, 60, flush))
+	require.Len(t, bySrc, 1, "every call decided by Redis: %v", keys(bySrc))
+
+	bySrc = check("kill", load(t, l, "kill", 8, 40, s.Stop))
+	require.NotEmpty(t, bySrc[redis.FromError], "the server was down for half the calls")
+	s.Restart()
+	var after []redis.Decision
+	require.Eventually(t, func() bool {
+		ds := load(t, l, "kill", 8, 20, nil)
+		after = append(after, ds...)
+		for _, d := range ds {
+			if d.Source != redis.FromRedis {
+				return false
+			}
+		}
+		return true
+	}, 10*time.Second, 10*time.Millisecond, "Redis never decided a whole load again after the restart")
+	require.NotEmpty(t, check("after the restart", after)[redis.FromRedis])
+}
