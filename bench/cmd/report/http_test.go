@@ -81,10 +81,10 @@ func TestHTTPTargets(t *testing.T) {
 	var b bytes.Buffer
 	printHTTPSummary(&b, r)
 	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
-	require.Len(t, lines, 4, b.String())
-	assert.Empty(t, lines[1])
-	assert.Equal(t, "admit  1 key: 0.56x sethvargo, 0.50x httprate", strings.TrimSpace(lines[2]))
-	assert.Equal(t, "refuse 100k: 1.50x httprate, 1.50x httprate", strings.TrimSpace(lines[3]))
+	require.Len(t, lines, 5, b.String())
+	assert.Empty(t, lines[2])
+	assert.Equal(t, "admit  1 key 0.56x sethvargo, 0.50x httprate", strings.TrimSpace(lines[3]))
+	assert.Equal(t, "refuse 100k 1.50x httprate (fastest)", strings.TrimSpace(lines[4]))
 	for _, l := range lines {
 		assert.LessOrEqual(t, len(l), 80, l)
 	}
