@@ -70,12 +70,16 @@ redis: redis-server
 	@echo "== redis module: go test -race against real servers"
 	cd redis && go test -race -shuffle=on -count=1 ./...
 
-# Every Fuzz target in fuzz/ for a short bounded run (FUZZEXECS executions
+# Every Fuzz target of this module (fuzz/ and any package with its own, such as
+# httplimit's header parser) for a short bounded run (FUZZEXECS executions
 # each, a few seconds to about 20 s on 2 cores).
+FUZZPKGS = $$(grep -rl --include='*_test.go' '^func Fuzz' . | grep -v -e '^./bench/' -e '^./redis/' | xargs -n1 dirname | sort -u)
 fuzz-short:
-	@for t in $$(go test -list '^Fuzz' ./fuzz/ | grep '^Fuzz'); do \
-		echo "== fuzz $$t ($(FUZZEXECS) executions)"; \
-		go test -run='^$$' -fuzz="^$$t$$" -fuzztime=$(FUZZEXECS)x -fuzzminimizetime=200x ./fuzz/ || exit 1; \
+	@for p in $(FUZZPKGS); do \
+		for t in $$(go test -list '^Fuzz' $$p | grep '^Fuzz'); do \
+			echo "== fuzz $$p $$t ($(FUZZEXECS) executions)"; \
+			go test -run='^$$' -fuzz="^$$t$$" -fuzztime=$(FUZZEXECS)x -fuzzminimizetime=200x $$p || exit 1; \
+		done; \
 	done
 
 ## fuzz: the same targets for longer (LONGFUZZ executions each).
