@@ -10,6 +10,43 @@ import (
 	"github.com/slidelimit/slidelimit/window"
 )
 
+// shared is what every adapter of one limiter shared by all keys decides
+// with.
+type shared interface {
+	AllowN(now time.Time, n int) bool
+	ReadyAt(now time.Time, n int) (time.Time, bool)
+}
+
+// decideShared decides cost at now on l, whose largest admissible cost is
+// limit: admitted, over the limit (with the instant the cost would fit), or
+// never.
+func decideShared[L shared](l L, limit int, now time.Time, cost int) Decision {
+	var d Decision
+	if cost < 0 || cost > limit {
+		d.Reason = Never
+	} else if l.AllowN(now, cost) {
+		d.Allowed = true
+	} else {
+		d.Reason = OverLimit
+		d.RetryAt, _ = l.ReadyAt(now, cost)
+	}
+	return d
+}
+
+// checkShared is the answer decideShared would give, recording nothing.
+func checkShared[L shared](l L, now time.Time, cost int) Decision {
+	var d Decision
+	switch at, ok := l.ReadyAt(now, cost); {
+	case !ok:
+		d.Reason = Never
+	case at.After(now):
+		d.Reason, d.RetryAt = OverLimit, at
+	default:
+		d.Allowed = true
+	}
+	return d
+}
+
 // single is the part of the limiter contract a one-rule limiter shared by all
 // keys offers: *ring.Limiter and *window.Limiter.
 type single interface {
@@ -53,28 +90,11 @@ func (o *one[L]) Decide(_ context.Context, key string, now time.Time, cost int) 
 }
 
 func (o *one[L]) decide(_ string, now time.Time, cost int) (Decision, error) {
-	var d Decision
-	if cost < 0 || cost > o.limit {
-		d.Reason = Never
-	} else if o.l.AllowN(now, cost) {
-		d.Allowed = true
-	} else {
-		d.Reason = OverLimit
-		d.RetryAt, _ = o.l.ReadyAt(now, cost)
-	}
-	return d, nil
+	return decideShared(o.l, o.limit, now, cost), nil
 }
 
 func (o *one[L]) Check(_ context.Context, _ string, now time.Time, cost int) (Decision, error) {
-	var d Decision
-	switch at, ok := o.l.ReadyAt(now, cost); {
-	case !ok:
-		d.Reason = Never
-	case at.After(now):
-		d.Reason, d.RetryAt = OverLimit, at
-	default:
-		d.Allowed = true
-	}
+	d := checkShared(o.l, now, cost)
 	o.quota(&d, now)
 	return d, nil
 }
@@ -155,28 +175,11 @@ func (m *many[L]) Decide(_ context.Context, key string, now time.Time, cost int)
 }
 
 func (m *many[L]) decide(_ string, now time.Time, cost int) (Decision, error) {
-	var d Decision
-	if cost < 0 || cost > m.limit {
-		d.Reason = Never
-	} else if m.l.AllowN(now, cost) {
-		d.Allowed = true
-	} else {
-		d.Reason = OverLimit
-		d.RetryAt, _ = m.l.ReadyAt(now, cost)
-	}
-	return d, nil
+	return decideShared(m.l, m.limit, now, cost), nil
 }
 
 func (m *many[L]) Check(_ context.Context, _ string, now time.Time, cost int) (Decision, error) {
-	var d Decision
-	switch at, ok := m.l.ReadyAt(now, cost); {
-	case !ok:
-		d.Reason = Never
-	case at.After(now):
-		d.Reason, d.RetryAt = OverLimit, at
-	default:
-		d.Allowed = true
-	}
+	d := checkShared(m.l, now, cost)
 	m.quota(&d, now)
 	return d, nil
 }
