@@ -11,6 +11,24 @@ type script struct {
 	sha string
 }
 
+// luaArgs reads the arguments the window and bucket scripts begin with:
+// the key, now (microseconds, or -1 for the server's TIME), the cost n, the
+// least TTL (microseconds) and dry ('1': decide without writing).
+const luaArgs = `local key = KEYS[1]
+local now = tonumber(ARGV[1])
+local n = tonumber(ARGV[2])
+local minttl = tonumber(ARGV[3])
+local dry = ARGV[4] == '1'
+`
+
+// luaServerTime makes now the server's clock, in microseconds since the Unix
+// epoch, when the caller passed -1.
+const luaServerTime = `if now < 0 then
+  local tm = redis.call('TIME')
+  now = tonumber(tm[1]) * 1000000 + tonumber(tm[2])
+end
+`
+
 func newScript(src string) script {
 	h := sha1.Sum([]byte(src))
 	return script{src: src, sha: hex.EncodeToString(h[:])}
@@ -51,11 +69,7 @@ local n = tonumber(ARGV[3])
 local ttl = tonumber(ARGV[4])
 local dry = ARGV[5] == '1'
 local nr = (#ARGV - 5) / 2
-if now < 0 then
-  local tm = redis.call('TIME')
-  now = tonumber(tm[1]) * 1000000 + tonumber(tm[2])
-end
-local size = 8 * (cap + 1)
+` + luaServerTime + `local size = 8 * (cap + 1)
 local small = size <= 8192
 local raw = nil
 local len
@@ -155,18 +169,8 @@ return out
 // double's exact range, so they are computed as two 26-bit limbs (mul);
 // limits are below 2^26 and windows below 2^50 microseconds. A cost of 0 is
 // admitted whatever the estimate, even one above the limit (prev weighs in).
-var windowScript = newScript(`
-local key = KEYS[1]
-local now = tonumber(ARGV[1])
-local n = tonumber(ARGV[2])
-local minttl = tonumber(ARGV[3])
-local dry = ARGV[4] == '1'
-local nr = (#ARGV - 4) / 2
-if now < 0 then
-  local tm = redis.call('TIME')
-  now = tonumber(tm[1]) * 1000000 + tonumber(tm[2])
-end
-local B = 67108864
+var windowScript = newScript(luaArgs + `local nr = (#ARGV - 4) / 2
+` + luaServerTime + `local B = 67108864
 local function mul(a, b)
   local bh = math.floor(b / B)
   local lo = a * (b - bh * B)
@@ -279,18 +283,8 @@ return out
 // rule: (b+k)*p, at the least the least TTL. A refused call runs no write
 // command; the whole key is read with one GET and written with one SET (at
 // most 16 KiB per rule).
-var bucketScript = newScript(`
-local key = KEYS[1]
-local now = tonumber(ARGV[1])
-local n = tonumber(ARGV[2])
-local minttl = tonumber(ARGV[3])
-local dry = ARGV[4] == '1'
-local nr = (#ARGV - 4) / 3
-if now < 0 then
-  local tm = redis.call('TIME')
-  now = tonumber(tm[1]) * 1000000 + tonumber(tm[2])
-end
-local size = 8
+var bucketScript = newScript(luaArgs + `local nr = (#ARGV - 4) / 3
+` + luaServerTime + `local size = 8
 for r = 0, nr - 1 do size = size + 16 * tonumber(ARGV[7 + 3 * r]) end
 local raw = redis.call('GET', key)
 if raw and #raw ~= size then
