@@ -2,7 +2,6 @@ package bench
 
 import (
 	"fmt"
-	"sync/atomic"
 	"time"
 
 	swindow "github.com/RussellLuo/slidingwindow"
@@ -11,6 +10,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/slidelimit/slidelimit/bench/refimpl"
+	"github.com/slidelimit/slidelimit/internal/benchfloor"
 	"github.com/slidelimit/slidelimit/multi"
 	"github.com/slidelimit/slidelimit/ring"
 	"github.com/slidelimit/slidelimit/window"
@@ -48,22 +48,6 @@ func mustNew[T any](v T, err error) T {
 	return v
 }
 
-// floor is one monotonic clock read plus one compare-and-swap on one word: the
-// least any lock-free limiter that reads the clock and writes shared state
-// can do. It is padded so that it shares its cache line with nothing.
-type floor struct {
-	_    [64]byte
-	word atomic.Int64
-	_    [56]byte
-	base time.Time
-}
-
-func (f *floor) Allow() bool {
-	now := int64(time.Since(f.base))
-	old := f.word.Load()
-	return f.word.CompareAndSwap(old, now) || true
-}
-
 // clockOnly is the monotonic clock read alone, to show how much of the floor
 // is the clock.
 type clockOnly struct{ base time.Time }
@@ -86,7 +70,7 @@ func perSecond(limit int, window time.Duration) float64 {
 // show them.
 func impls() []impl {
 	return []impl{
-		{name: "floor", newFn: func(int, time.Duration) allower { return &floor{base: time.Now()} }},
+		{name: "floor", newFn: func(int, time.Duration) allower { return benchfloor.New() }},
 		{name: "clock", newFn: func(int, time.Duration) allower { return &clockOnly{base: time.Now()} }},
 		{name: "ring", newFn: func(l int, w time.Duration) allower { return mustNew(ring.New(l, w)) }},
 		{name: "window", newFn: func(l int, w time.Duration) allower { return mustNew(window.New(l, w)) }},

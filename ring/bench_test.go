@@ -4,6 +4,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/slidelimit/slidelimit/internal/benchfloor"
 )
 
 // The benchmarks compare, in one run, the lock-free limiter, its mutex twin,
@@ -16,15 +18,6 @@ import (
 //
 //	go test -run='^$' -bench=. -benchmem -count=10 -cpu=1,2,8 ./ring/ | tee ring.txt
 //	benchstat -col /impl ring.txt
-
-// sink keeps results alive.
-var sink atomic.Int64
-
-func floorOp(start time.Time, word *atomic.Int64) bool {
-	now := int64(time.Since(start))
-	old := word.Load()
-	return word.CompareAndSwap(old, now)
-}
 
 func admitLimiter(impl string) limiter {
 	for _, i := range impls {
@@ -49,17 +42,7 @@ func denyLimiter(impl string) limiter {
 }
 
 func BenchmarkSerial(b *testing.B) {
-	b.Run("impl=floor", func(b *testing.B) {
-		var word atomic.Int64
-		start := time.Now()
-		n := 0
-		for b.Loop() {
-			if floorOp(start, &word) {
-				n++
-			}
-		}
-		sink.Add(int64(n))
-	})
+	b.Run("impl=floor", benchfloor.Serial)
 	for _, impl := range []string{"lockfree", "mutex"} {
 		for _, path := range []string{"admit", "deny", "batch"} {
 			b.Run("impl="+impl+"/path="+path, func(b *testing.B) {
@@ -87,15 +70,7 @@ func BenchmarkSerial(b *testing.B) {
 }
 
 func BenchmarkParallel(b *testing.B) {
-	b.Run("impl=floor", func(b *testing.B) {
-		var word atomic.Int64
-		start := time.Now()
-		b.RunParallel(func(pb *testing.PB) {
-			for pb.Next() {
-				floorOp(start, &word)
-			}
-		})
-	})
+	b.Run("impl=floor", benchfloor.Parallel)
 	for _, impl := range []string{"lockfree", "mutex"} {
 		for _, path := range []string{"admit", "deny"} {
 			b.Run("impl="+impl+"/path="+path, func(b *testing.B) {

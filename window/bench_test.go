@@ -4,9 +4,11 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/slidelimit/slidelimit/internal/benchfloor"
 )
 
-// The benchmarks compare, in one run, the lock-free limiter (impl=cas), its
+// The benchmarks compare, in one run, the lock-free limiter (impl=lockfree), its
 // mutex twin (impl=mutex) and the floor: what any limiter on the Allow path
 // must pay, one monotonic clock read (time.Since) plus one compare-and-swap
 // on a shared atomic word. Run them as in docs/window.md:
@@ -102,26 +104,6 @@ func BenchmarkWindow(b *testing.B) {
 			})
 		}
 	}
-	b.Run("impl=floor/path=cas/mode=serial", func(b *testing.B) {
-		var word atomic.Uint64
-		start := time.Now()
-		b.ReportAllocs()
-		for b.Loop() {
-			d := uint64(time.Since(start))
-			old := word.Load()
-			word.CompareAndSwap(old, old+d)
-		}
-	})
-	b.Run("impl=floor/path=cas/mode=parallel", func(b *testing.B) {
-		var word atomic.Uint64
-		start := time.Now()
-		b.ReportAllocs()
-		b.RunParallel(func(pb *testing.PB) {
-			for pb.Next() {
-				d := uint64(time.Since(start))
-				old := word.Load()
-				word.CompareAndSwap(old, old+d)
-			}
-		})
-	})
+	b.Run("impl=floor/path=cas/mode=serial", benchfloor.Serial)
+	b.Run("impl=floor/path=cas/mode=parallel", benchfloor.Parallel)
 }

@@ -6,9 +6,10 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/slidelimit/slidelimit/internal/benchfloor"
 )
 
 // BenchmarkRatios measures the speed targets as ratios taken within short
@@ -28,15 +29,7 @@ func BenchmarkRatios(b *testing.B) {
 		parallel bool
 		op       func() func() bool // returns the per-goroutine call
 	}
-	floor := func() func() bool {
-		var word atomic.Uint64
-		start := time.Now()
-		return func() bool {
-			d := uint64(time.Since(start))
-			old := word.Load()
-			return word.CompareAndSwap(old, old+d)
-		}
-	}
+	floor := func() func() bool { return benchfloor.New().Allow }
 	lim := func(im impl, path string) func() func() bool {
 		return func() func() bool {
 			var l limiter
@@ -95,14 +88,14 @@ func BenchmarkRatios(b *testing.B) {
 		for _, v := range variants {
 			fmt.Fprintf(&report, " %s=%.1f", key(v), median(ns[key(v)]))
 		}
-		b.ReportMetric(ratio("cas/admit/serial", "floor/serial"), fmt.Sprintf("admit/floor@p%d", procs))
-		b.ReportMetric(ratio("cas/deny/serial", "floor/serial"), fmt.Sprintf("deny/floor@p%d", procs))
-		b.ReportMetric(ratio("cas/admit/parallel", "mutex/admit/parallel"), fmt.Sprintf("par-admit/mutex@p%d", procs))
-		b.ReportMetric(ratio("cas/deny/parallel", "cas/deny/serial"), fmt.Sprintf("par-deny/serial@p%d", procs))
-		fmt.Fprintf(&report, "\n  cas admit / floor (serial) = %.2f, cas deny / floor (serial) = %.2f\n",
-			ratio("cas/admit/serial", "floor/serial"), ratio("cas/deny/serial", "floor/serial"))
-		fmt.Fprintf(&report, "  parallel cas admit / mutex admit = %.2f, parallel cas deny / serial cas deny = %.2f\n",
-			ratio("cas/admit/parallel", "mutex/admit/parallel"), ratio("cas/deny/parallel", "cas/deny/serial"))
+		b.ReportMetric(ratio("lockfree/admit/serial", "floor/serial"), fmt.Sprintf("admit/floor@p%d", procs))
+		b.ReportMetric(ratio("lockfree/deny/serial", "floor/serial"), fmt.Sprintf("deny/floor@p%d", procs))
+		b.ReportMetric(ratio("lockfree/admit/parallel", "mutex/admit/parallel"), fmt.Sprintf("par-admit/mutex@p%d", procs))
+		b.ReportMetric(ratio("lockfree/deny/parallel", "lockfree/deny/serial"), fmt.Sprintf("par-deny/serial@p%d", procs))
+		fmt.Fprintf(&report, "\n  lock-free admit / floor (serial) = %.2f, lock-free deny / floor (serial) = %.2f\n",
+			ratio("lockfree/admit/serial", "floor/serial"), ratio("lockfree/deny/serial", "floor/serial"))
+		fmt.Fprintf(&report, "  parallel lock-free admit / mutex admit = %.2f, parallel lock-free deny / serial lock-free deny = %.2f\n",
+			ratio("lockfree/admit/parallel", "mutex/admit/parallel"), ratio("lockfree/deny/parallel", "lockfree/deny/serial"))
 	}
 	b.Log("\n" + report.String())
 }

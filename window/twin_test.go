@@ -147,7 +147,7 @@ type impl struct {
 }
 
 var impls = []impl{
-	{"cas", func(limit int, window time.Duration) (limiter, error) {
+	{"lockfree", func(limit int, window time.Duration) (limiter, error) {
 		l, err := New(limit, window)
 		if err != nil {
 			return nil, err
