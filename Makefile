@@ -27,6 +27,8 @@ lint:
 unit:
 	@echo "== go test -race -shuffle=on"
 	go test -race -shuffle=on -count=1 $(PKGS)
+	@echo "== allocation checks without -race (the race detector makes allocation counts meaningless)"
+	go test -count=1 -run 'Alloc|^TestConformance' $(PKGS)
 	@if [ -f bench/go.mod ]; then echo "== bench module tests (race, one iteration of each benchmark)"; \
 		cd bench && go test -race -count=1 -run . -bench . -benchtime=1x ./...; fi
 
