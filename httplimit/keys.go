@@ -8,7 +8,6 @@ import (
 	"net/netip"
 	"net/textproto"
 	"strconv"
-	"strings"
 )
 
 // KeyFunc gives the key a request is limited under. An error refuses the
@@ -69,7 +68,7 @@ func (k ipKey) key(r *http.Request) (string, error) {
 // the canonical form of a (IPv4) or of a's prefix (IPv6).
 func addrKey(a netip.Addr, text string, v6 int) string {
 	if a.Is4() {
-		if len(text) <= len("255.255.255.255") && !strings.ContainsAny(text, "[]%:") {
+		if dotted(text) {
 			return text // ParseAddr accepts only the canonical dotted form
 		}
 		return a.String()
@@ -78,6 +77,19 @@ func addrKey(a netip.Addr, text string, v6 int) string {
 		return a.String()
 	}
 	return netip.PrefixFrom(a, v6).Masked().String()
+}
+
+// dotted reports whether s holds only digits and dots: for a text that
+// netip.ParseAddr parsed as IPv4, that it is the plain dotted form, not an
+// IPv4-mapped IPv6 address. Every request keyed by IP takes this path, so it
+// is a plain loop rather than strings.ContainsAny, which builds a set first.
+func dotted(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c != '.' && (c < '0' || c > '9') {
+			return false
+		}
+	}
+	return true
 }
 
 // peerIP parses Request.RemoteAddr: "ip:port", "[ipv6]:port", or a bare IP.
