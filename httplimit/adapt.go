@@ -84,24 +84,21 @@ func Window(l *window.Limiter) Limiter { return newOne(l, l != nil) }
 func (o *one[L]) Rules() []Rule { return o.rules }
 
 func (o *one[L]) Decide(_ context.Context, key string, now time.Time, cost int) (Decision, error) {
-	d, _ := o.decide(key, now, cost)
-	d = o.fill(d, key, now)
-	return d, nil
+	return o.decide(key, now, cost, true)
 }
 
-func (o *one[L]) decide(_ string, now time.Time, cost int) (Decision, error) {
-	return decideShared(o.l, o.limit, now, cost), nil
+func (o *one[L]) decide(_ string, now time.Time, cost int, quota bool) (Decision, error) {
+	d := decideShared(o.l, o.limit, now, cost)
+	if quota || !d.Allowed {
+		o.quota(&d, now)
+	}
+	return d, nil
 }
 
 func (o *one[L]) Check(_ context.Context, _ string, now time.Time, cost int) (Decision, error) {
 	d := checkShared(o.l, now, cost)
 	o.quota(&d, now)
 	return d, nil
-}
-
-func (o *one[L]) fill(d Decision, _ string, now time.Time) Decision {
-	o.quota(&d, now)
-	return d
 }
 
 func (o *one[L]) quota(d *Decision, now time.Time) {
@@ -169,24 +166,21 @@ func Approx(l *multi.Approx) Limiter { return newMany(l, l != nil, 2) }
 func (m *many[L]) Rules() []Rule { return m.rules }
 
 func (m *many[L]) Decide(_ context.Context, key string, now time.Time, cost int) (Decision, error) {
-	d, _ := m.decide(key, now, cost)
-	d = m.fill(d, key, now)
-	return d, nil
+	return m.decide(key, now, cost, true)
 }
 
-func (m *many[L]) decide(_ string, now time.Time, cost int) (Decision, error) {
-	return decideShared(m.l, m.limit, now, cost), nil
+func (m *many[L]) decide(_ string, now time.Time, cost int, quota bool) (Decision, error) {
+	d := decideShared(m.l, m.limit, now, cost)
+	if quota || !d.Allowed {
+		m.quota(&d, now)
+	}
+	return d, nil
 }
 
 func (m *many[L]) Check(_ context.Context, _ string, now time.Time, cost int) (Decision, error) {
 	d := checkShared(m.l, now, cost)
 	m.quota(&d, now)
 	return d, nil
-}
-
-func (m *many[L]) fill(d Decision, _ string, now time.Time) Decision {
-	m.quota(&d, now)
-	return d
 }
 
 func (m *many[L]) quota(d *Decision, now time.Time) {

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"sync/atomic"
 	"time"
+	"unsafe"
 )
 
 // The wire names of draft-ietf-httpapi-ratelimit-headers-11, in one place:
@@ -191,6 +192,49 @@ func intValue(v int64) []string {
 	return s
 }
 
+// headerValue returns b as a one-element header value, allocating the
+// slice and the string's bytes together (one allocation instead of two) when
+// b is short. The string is made with unsafe.String over bytes that are
+// written once, before it exists, and never again: the object is new on
+// every call and nothing else refers to its bytes. The slice has capacity
+// 1, so Header.Add copies it instead of writing next to it.
+func headerValue(b []byte) []string {
+	// Each size, with the 16-byte string header, fills a size class of the
+	// allocator (48, 64 and 128 bytes): a RateLimit value of one rule fits
+	// one of the first two, one of two rules usually the third.
+	switch {
+	case len(b) == 0:
+		return []string{""}
+	case len(b) <= 32:
+		f := new(struct {
+			v [1]string
+			b [32]byte
+		})
+		return fillValue(&f.v, f.b[:], b)
+	case len(b) <= 48:
+		f := new(struct {
+			v [1]string
+			b [48]byte
+		})
+		return fillValue(&f.v, f.b[:], b)
+	case len(b) <= 112:
+		f := new(struct {
+			v [1]string
+			b [112]byte
+		})
+		return fillValue(&f.v, f.b[:], b)
+	}
+	return []string{string(b)}
+}
+
+// fillValue copies b into buf, the bytes allocated with v, and makes v's
+// string of them.
+func fillValue(v *[1]string, buf, b []byte) []string {
+	n := copy(buf, b)
+	v[0] = unsafe.String(&buf[0], n)
+	return v[:]
+}
+
 // setFields writes the RateLimit fields (and the legacy ones if enabled)
 // for decision d taken at now.
 func (m *Middleware) setFields(h http.Header, d *Decision, now time.Time) {
@@ -199,7 +243,7 @@ func (m *Middleware) setFields(h http.Header, d *Decision, now time.Time) {
 	}
 	h[fieldPolicy] = m.policy
 	var buf [256]byte
-	h[fieldRateLimit] = []string{string(appendRateLimit(buf[:0], m.names, d))}
+	h[fieldRateLimit] = headerValue(appendRateLimit(buf[:0], m.names, d))
 	if m.legacy == legacyOff {
 		return
 	}

@@ -219,3 +219,27 @@ func TestNewRejects(t *testing.T) {
 	_, err = httplimit.New(httplimit.Multi(m2), httplimit.PolicyNames("x"))
 	require.NoError(t, err)
 }
+
+// headerValue packs short values with their slice in one allocation: at
+// every size boundary of that packing, the value is the bytes given, a copy
+// of them, in a slice of length and capacity 1.
+func TestHeaderValueSizes(t *testing.T) {
+	for _, n := range []int{0, 1, 31, 32, 33, 47, 48, 49, 111, 112, 113, 300} {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = 'a' + byte(i%26)
+		}
+		want := string(b)
+		v := httplimit.HeaderValue(b)
+		for i := range b {
+			b[i] = '!' // the value must not share the caller's buffer
+		}
+		require.Len(t, v, 1, "size %d", n)
+		assert.Equal(t, 1, cap(v), "size %d: capacity", n)
+		assert.Equal(t, want, v[0], "size %d", n)
+		// Header.Add must copy the slice, not write after the value.
+		h := http.Header{"X": v}
+		h.Add("X", "second")
+		assert.Equal(t, []string{want}, v, "size %d: after Add", n)
+	}
+}

@@ -45,15 +45,10 @@ type perKey[L keyed.PerKey] struct {
 func (p *perKey[L]) Rules() []Rule { return p.rules }
 
 func (p *perKey[L]) Decide(_ context.Context, key string, now time.Time, cost int) (Decision, error) {
-	d, err := p.decide(key, now, cost)
-	if err != nil {
-		return Decision{}, err
-	}
-	p.quota(&d, key, now)
-	return d, nil
+	return p.decide(key, now, cost, true)
 }
 
-func (p *perKey[L]) decide(key string, now time.Time, cost int) (Decision, error) {
+func (p *perKey[L]) decide(key string, now time.Time, cost int, quota bool) (Decision, error) {
 	var d Decision
 	ok, err := p.k.Decide(key, now, cost)
 	switch {
@@ -73,6 +68,9 @@ func (p *perKey[L]) decide(key string, now time.Time, cost int) (Decision, error
 	default:
 		return Decision{}, err
 	}
+	if quota || !d.Allowed {
+		p.quota(&d, key, now)
+	}
 	return d, nil
 }
 
@@ -90,11 +88,6 @@ func (p *perKey[L]) Check(_ context.Context, key string, now time.Time, cost int
 	}
 	p.quota(&d, key, now)
 	return d, nil
-}
-
-func (p *perKey[L]) fill(d Decision, key string, now time.Time) Decision {
-	p.quota(&d, key, now)
-	return d
 }
 
 func (p *perKey[L]) quota(d *Decision, key string, now time.Time) {

@@ -123,11 +123,13 @@ type Checker interface {
 	Check(ctx context.Context, key string, now time.Time, cost int) (Decision, error)
 }
 
-// lazy is implemented by the adapters of this package: Decide without the
-// per-rule quota (NumQuota 0), and the quota on demand, so that the
-// middleware skips computing it for an admitted request whose response
-// carries no fields. Only this package's types can implement it.
+// lazy is implemented by the adapters of this package: Decide, computing
+// the per-rule quota only when quota is true or the cost was not admitted,
+// so that the middleware skips it for an admitted request whose response
+// carries no fields (otherwise NumQuota is 0). One call returns the whole
+// answer: a Decision is about 170 bytes, and each extra interface call
+// passing it back and forth copies it. Only this package's types can
+// implement lazy.
 type lazy interface {
-	decide(key string, now time.Time, cost int) (Decision, error)
-	fill(d Decision, key string, now time.Time) Decision
+	decide(key string, now time.Time, cost int, quota bool) (Decision, error)
 }

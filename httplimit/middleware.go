@@ -27,11 +27,17 @@ import (
 //   - the limiter failed (Decide returned an error): the failure policy,
 //     fail closed with 503 by default, or fail open (the request passes).
 type Middleware struct {
-	lim    Limiter
-	lazy   lazy // lim, if it is one of this package's adapters
-	rules  []Rule
-	names  []string
-	policy []string // the RateLimit-Policy value, shared (capacity 1)
+	lim   Limiter
+	lazy  lazy // lim, if it is one of this package's adapters
+	rules []Rule
+	names []string
+	// policy is the RateLimit-Policy value, the same for every response,
+	// so one slice is set on every header. Sharing it is safe because
+	// nothing in net/http writes into a header value's slice: Header.Set
+	// and direct assignment replace it, Header.Del removes it, and
+	// Header.Add appends, which copies a slice of capacity 1 instead of
+	// writing after its element.
+	policy []string
 
 	key      KeyFunc
 	cost     func(*http.Request) int
@@ -219,9 +225,7 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 		// The quota is computed only when the response can use it: for
 		// every refusal (the hooks see it), and for an admission that
 		// carries the fields.
-		if d, err = m.lazy.decide(key, now, cost); err == nil && (!d.Allowed || m.fields == FieldsAlways) {
-			d = m.lazy.fill(d, key, now)
-		}
+		d, err = m.lazy.decide(key, now, cost, m.fields == FieldsAlways)
 	} else {
 		d, err = m.lim.Decide(r.Context(), key, now, cost)
 	}
