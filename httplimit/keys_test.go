@@ -97,6 +97,57 @@ func TestRemoteAddrAllocatesNothingForIPv4(t *testing.T) {
 	assert.Zero(t, allocs)
 }
 
+// RemoteAddr's fast path takes the form net/http sets for an IPv4 peer and
+// leaves every other string to the general parser, which answers the same.
+func TestPeerIPv4FastPath(t *testing.T) {
+	for _, tt := range []struct {
+		in   string
+		fast bool
+	}{
+		{"192.0.2.1:1234", true},
+		{"0.0.0.0:0", true},
+		{"255.255.255.255:65535", true},
+		{"10.20.30.40:1", true},
+		{"1.2.3.4", false},     // no port
+		{"1.2.3.4:", false},    // empty port
+		{"1.2.3.4:x", false},   // port not digits
+		{"01.2.3.4:1", false},  // leading zero: ParseAddr refuses it too
+		{"1.2.3.256:1", false}, // field above 255
+		{"1.2.3:1", false},     // three fields
+		{"1.2.3.4.5:1", false}, // five fields
+		{"1..3.4:1", false},    // empty field
+		{".1.2.3:1", false},    // empty first field
+		{"1.2.3.4.:1", false},  // empty last field
+		{"[1.2.3.4]:1", false}, // brackets
+		{"::ffff:1.2.3.4:1", false},
+		{"[::1]:80", false},
+		{"1.2.3.4:1:2", false},
+		{":1", false},
+		{"", false},
+	} {
+		_, _, ok := httplimit.PeerIPv4(tt.in)
+		assert.Equal(t, tt.fast, ok, "%q", tt.in)
+		checkPeerIP(t, tt.in)
+	}
+}
+
+// checkPeerIP fails if peerIP and the general parser disagree on s.
+func checkPeerIP(t *testing.T, s string) {
+	t.Helper()
+	a, text, err := httplimit.PeerIP(s)
+	b, textB, errB := httplimit.PeerIPSlow(s)
+	if a != b || text != textB || (err == nil) != (errB == nil) {
+		t.Fatalf("peerIP(%q) = %v, %q, %v; the general parser says %v, %q, %v", s, a, text, err, b, textB, errB)
+	}
+}
+
+func FuzzPeerIP(f *testing.F) {
+	for _, s := range []string{"192.0.2.1:1234", "1.2.3.4", "01.2.3.4:1", "1.2.3.256:9", "[::1]:80", "1.2.3.4:", "::ffff:1.2.3.4"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) { checkPeerIP(t, s) })
+}
+
 func resolver(t *testing.T, h httplimit.ForwardHeader, trusted ...string) *httplimit.ProxyResolver {
 	t.Helper()
 	var ps []netip.Prefix
