@@ -3,6 +3,7 @@ package httplimit
 import (
 	"context"
 	"math"
+	"net/http"
 	"time"
 
 	"github.com/slidelimit/slidelimit/multi"
@@ -18,10 +19,9 @@ type shared interface {
 }
 
 // decideShared decides cost at now on l, whose largest admissible cost is
-// limit: admitted, over the limit (with the instant the cost would fit), or
-// never.
-func decideShared[L shared](l L, limit int, now time.Time, cost int) Decision {
-	var d Decision
+// limit, into d, a zero Decision: admitted, over the limit (with the instant
+// the cost would fit), or never.
+func decideShared[L shared](d *Decision, l L, limit int, now time.Time, cost int) {
 	if cost < 0 || cost > limit {
 		d.Reason = Never
 	} else if l.AllowN(now, cost) {
@@ -30,7 +30,6 @@ func decideShared[L shared](l L, limit int, now time.Time, cost int) Decision {
 		d.Reason = OverLimit
 		d.RetryAt, _ = l.ReadyAt(now, cost)
 	}
-	return d
 }
 
 // checkShared is the answer decideShared would give, recording nothing.
@@ -83,16 +82,25 @@ func Window(l *window.Limiter) Limiter { return newOne(l, l != nil) }
 
 func (o *one[L]) Rules() []Rule { return o.rules }
 
-func (o *one[L]) Decide(_ context.Context, key string, now time.Time, cost int) (Decision, error) {
-	return o.decide(key, now, cost, true)
+func (o *one[L]) Decide(_ context.Context, _ string, now time.Time, cost int) (Decision, error) {
+	var d Decision
+	o.decide(&d, now, cost, true)
+	return d, nil
 }
 
-func (o *one[L]) decide(_ string, now time.Time, cost int, quota bool) (Decision, error) {
-	d := decideShared(o.l, o.limit, now, cost)
+func (o *one[L]) serve(m *Middleware, w http.ResponseWriter, r *http.Request, next http.Handler, key string, now time.Time, cost int) {
+	var d Decision
+	o.decide(&d, now, cost, m.quotaOnAdmit())
+	m.respond(w, r, next, key, now, &d, nil)
+}
+
+// decide decides into d, a zero Decision, with the quota if quota is true or
+// cost was not admitted.
+func (o *one[L]) decide(d *Decision, now time.Time, cost int, quota bool) {
+	decideShared(d, o.l, o.limit, now, cost)
 	if quota || !d.Allowed {
-		o.quota(&d, now)
+		o.quota(d, now)
 	}
-	return d, nil
 }
 
 func (o *one[L]) Check(_ context.Context, _ string, now time.Time, cost int) (Decision, error) {
@@ -165,16 +173,25 @@ func Approx(l *multi.Approx) Limiter { return newMany(l, l != nil, 2) }
 
 func (m *many[L]) Rules() []Rule { return m.rules }
 
-func (m *many[L]) Decide(_ context.Context, key string, now time.Time, cost int) (Decision, error) {
-	return m.decide(key, now, cost, true)
+func (m *many[L]) Decide(_ context.Context, _ string, now time.Time, cost int) (Decision, error) {
+	var d Decision
+	m.decide(&d, now, cost, true)
+	return d, nil
 }
 
-func (m *many[L]) decide(_ string, now time.Time, cost int, quota bool) (Decision, error) {
-	d := decideShared(m.l, m.limit, now, cost)
+func (m *many[L]) serve(mw *Middleware, w http.ResponseWriter, r *http.Request, next http.Handler, key string, now time.Time, cost int) {
+	var d Decision
+	m.decide(&d, now, cost, mw.quotaOnAdmit())
+	mw.respond(w, r, next, key, now, &d, nil)
+}
+
+// decide decides into d, a zero Decision, with the quota if quota is true or
+// cost was not admitted.
+func (m *many[L]) decide(d *Decision, now time.Time, cost int, quota bool) {
+	decideShared(d, m.l, m.limit, now, cost)
 	if quota || !d.Allowed {
-		m.quota(&d, now)
+		m.quota(d, now)
 	}
-	return d, nil
 }
 
 func (m *many[L]) Check(_ context.Context, _ string, now time.Time, cost int) (Decision, error) {

@@ -24,15 +24,16 @@ func BenchmarkMiddleware(b *testing.B) {
 			f    httplimit.Fields
 		}{{"on", httplimit.FieldsAlways}, {"off", httplimit.FieldsOff}} {
 			b.Run("path="+path+"/fields="+fields.name, func(b *testing.B) {
-				limit := window.MaxLimit
+				// About 10^7 per second: never reached.
+				limit, per := window.MaxLimit, 100*time.Millisecond
 				if path == "refuse" {
-					limit = 1
+					limit, per = 1, time.Hour
 				}
-				k, err := keyed.New[string](func() (*window.Limiter, error) { return window.New(limit, time.Hour) })
+				k, err := keyed.New[string](func() (*window.Limiter, error) { return window.New(limit, per) })
 				if err != nil {
 					b.Fatal(err)
 				}
-				m, err := httplimit.New(httplimit.Keyed(k, httplimit.Rule{Limit: limit, Window: time.Hour}), httplimit.SendFields(fields.f))
+				m, err := httplimit.New(httplimit.Keyed(k, httplimit.Rule{Limit: limit, Window: per}), httplimit.SendFields(fields.f))
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -3,6 +3,7 @@ package httplimit
 import (
 	"context"
 	"errors"
+	"net/http"
 	"time"
 
 	"github.com/slidelimit/slidelimit/keyed"
@@ -45,11 +46,22 @@ type perKey[L keyed.PerKey] struct {
 func (p *perKey[L]) Rules() []Rule { return p.rules }
 
 func (p *perKey[L]) Decide(_ context.Context, key string, now time.Time, cost int) (Decision, error) {
-	return p.decide(key, now, cost, true)
+	var d Decision
+	if err := p.decide(&d, key, now, cost, true); err != nil {
+		return Decision{}, err
+	}
+	return d, nil
 }
 
-func (p *perKey[L]) decide(key string, now time.Time, cost int, quota bool) (Decision, error) {
+func (p *perKey[L]) serve(m *Middleware, w http.ResponseWriter, r *http.Request, next http.Handler, key string, now time.Time, cost int) {
 	var d Decision
+	err := p.decide(&d, key, now, cost, m.quotaOnAdmit())
+	m.respond(w, r, next, key, now, &d, err)
+}
+
+// decide decides into d, a zero Decision, with the quota if quota is true or
+// cost was not admitted. On an error, d is meaningless.
+func (p *perKey[L]) decide(d *Decision, key string, now time.Time, cost int, quota bool) error {
 	ok, err := p.k.Decide(key, now, cost)
 	switch {
 	case ok:
@@ -66,12 +78,12 @@ func (p *perKey[L]) decide(key string, now time.Time, cost int, quota bool) (Dec
 	case errors.Is(err, keyed.ErrNeverReady):
 		d.Reason = Never
 	default:
-		return Decision{}, err
+		return err
 	}
 	if quota || !d.Allowed {
-		p.quota(&d, key, now)
+		p.quota(d, key, now)
 	}
-	return d, nil
+	return nil
 }
 
 func (p *perKey[L]) Check(_ context.Context, key string, now time.Time, cost int) (Decision, error) {

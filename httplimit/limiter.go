@@ -2,6 +2,7 @@ package httplimit
 
 import (
 	"context"
+	"net/http"
 	"time"
 )
 
@@ -123,13 +124,12 @@ type Checker interface {
 	Check(ctx context.Context, key string, now time.Time, cost int) (Decision, error)
 }
 
-// lazy is implemented by the adapters of this package: Decide, computing
-// the per-rule quota only when quota is true or the cost was not admitted,
-// so that the middleware skips it for an admitted request whose response
-// carries no fields (otherwise NumQuota is 0). One call returns the whole
-// answer: a Decision is about 170 bytes, and each extra interface call
-// passing it back and forth copies it. Only this package's types can
-// implement lazy.
+// lazy is implemented by the adapters of this package. serve decides r, with
+// the per-rule quota computed only when the response can use it (see
+// Middleware.quotaOnAdmit), and answers it with m.respond. Deciding and
+// answering in one call keeps the Decision (about 170 bytes) in one stack
+// frame instead of copying it back through an interface call. Only this
+// package's types can implement lazy.
 type lazy interface {
-	decide(key string, now time.Time, cost int, quota bool) (Decision, error)
+	serve(m *Middleware, w http.ResponseWriter, r *http.Request, next http.Handler, key string, now time.Time, cost int)
 }

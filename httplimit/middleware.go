@@ -220,15 +220,17 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 		cost = m.cost(r)
 	}
 	now := m.now()
-	var d Decision
 	if m.lazy != nil {
-		// The quota is computed only when the response can use it: for
-		// every refusal (the hooks see it), and for an admission that
-		// carries the fields.
-		d, err = m.lazy.decide(key, now, cost, m.fields == FieldsAlways)
-	} else {
-		d, err = m.lim.Decide(r.Context(), key, now, cost)
+		m.lazy.serve(m, w, r, next, key, now, cost)
+		return
 	}
+	d, err := m.lim.Decide(r.Context(), key, now, cost)
+	m.respond(w, r, next, key, now, &d, err)
+}
+
+// respond answers the request r, decided for key at now: d and err are the
+// limiter's answer.
+func (m *Middleware) respond(w http.ResponseWriter, r *http.Request, next http.Handler, key string, now time.Time, d *Decision, err error) {
 	if err != nil {
 		if m.onError != nil {
 			m.onError(r, err)
@@ -242,23 +244,23 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 	}
 	if d.Allowed {
 		if m.fields == FieldsAlways {
-			m.setFields(w.Header(), &d, now)
+			m.setFields(w.Header(), d, now)
 		}
 		next.ServeHTTP(w, r)
 		return
 	}
 	h := w.Header()
 	if m.fields != FieldsOff {
-		m.setFields(h, &d, now)
+		m.setFields(h, d, now)
 	}
 	if d.Reason == OverLimit {
 		h[fieldRetryAfter] = intValue(retryAfter(d.RetryAt, now))
 	}
 	if m.onRefuse != nil {
-		m.onRefuse(r, key, d)
+		m.onRefuse(r, key, *d)
 	}
 	if m.refuse != nil {
-		m.refuse(w, r, d)
+		m.refuse(w, r, *d)
 		return
 	}
 	switch d.Reason {
@@ -270,6 +272,11 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 		plain(w, http.StatusTooManyRequests, "too many requests\n")
 	}
 }
+
+// quotaOnAdmit reports whether an admitted request needs the per-rule quota:
+// only if its response carries the fields. A refusal always needs it (the
+// hooks see it).
+func (m *Middleware) quotaOnAdmit() bool { return m.fields == FieldsAlways }
 
 // retryAfter is the Retry-After value for a refusal at now: the whole seconds
 // until at, rounded up, and at least 1 so that a client never retries at
