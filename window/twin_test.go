@@ -8,6 +8,7 @@ import (
 
 	"github.com/slidelimit/slidelimit/internal/clock"
 	"github.com/slidelimit/slidelimit/internal/twocount"
+	"github.com/slidelimit/slidelimit/internal/twoword"
 )
 
 // This file holds the mutex twin and the harness that runs every test on
@@ -124,9 +125,9 @@ type limiter interface {
 
 func (l *Limiter) setState(start time.Time, prev, curr int64) {
 	a := l.at.Load()
-	l.at.Store(packAt(twocount.Clamp(l.base.Offset(start)), false, a&1))
-	gen := l.cnt.Load() >> genShift
-	l.cnt.Store(gen<<genShift | uint64(prev)<<countBits | uint64(curr))
+	l.at.Store(twoword.PackAt(twocount.Clamp(l.base.Offset(start)), false, a&1))
+	gen := l.cnt.Load() >> twoword.GenShift
+	l.cnt.Store(gen<<twoword.GenShift | uint64(prev)<<twoword.CountBits | uint64(curr))
 }
 
 func (m *mutexLimiter) setState(start time.Time, prev, curr int64) {

@@ -52,6 +52,7 @@ import (
 	"github.com/slidelimit/slidelimit"
 	"github.com/slidelimit/slidelimit/internal/clock"
 	"github.com/slidelimit/slidelimit/internal/twocount"
+	"github.com/slidelimit/slidelimit/internal/twoword"
 )
 
 // MaxLimit is the largest limit New accepts (each counter is 20 bits wide).
@@ -73,23 +74,14 @@ var ErrNeverReady = slidelimit.ErrNeverReady
 // module's [slidelimit.ErrDeadline].
 var ErrDeadline = slidelimit.ErrDeadline
 
-const (
-	// cacheLine is the false-sharing unit we pad to. 64 bytes covers amd64
-	// and most arm64 cores; the adjacent-line prefetcher of some x86 parts
-	// pairs lines, but 128 bytes per limiter would double keyed's footprint.
-	cacheLine = 64
+// cacheLine is the false-sharing unit we pad to. 64 bytes covers amd64 and
+// most arm64 cores; the adjacent-line prefetcher of some x86 parts pairs
+// lines, but 128 bytes per limiter would be wasted on a limiter that is one of
+// many (package keyed keeps its per-key states unpadded instead).
+const cacheLine = 64
 
-	countBits = 20
-	countMask = 1<<countBits - 1
-	genShift  = 2 * countBits // the generation occupies bits 63..40 of cnt
-
-	rollBit = 2 // in at: start was reached by a rollover
-)
-
-// The counters hold twocount's largest limit, and the two packages accept
-// the same limits (array lengths must be non-negative).
+// The limits are twocount's (array lengths must be non-negative).
 var (
-	_ [countMask - twocount.MaxLimit]struct{}
 	_ [twocount.MaxLimit - MaxLimit]struct{}
 	_ [MaxLimit - twocount.MaxLimit]struct{}
 	_ [twocount.MaxWindow - MaxWindow]struct{}
@@ -101,18 +93,9 @@ type header struct {
 	rule twocount.Rule // Limit 0 in the zero Limiter
 	base clock.Base
 
-	// at is the window word. Bits, high to low:
-	//
-	//	bits 63..2  start: first instant of the current window, a signed
-	//	            62-bit nanosecond offset from base (twocount.StartNew
-	//	            in a new limiter). It only increases.
-	//	bit  1      roll: start was reached by a rollover (start = the old
-	//	            start + window), so the old curr becomes prev; if 0,
-	//	            start is a new anchor and both counters restart at 0
-	//	bit  0      parity: flips each time start changes
-	//
-	// at changes only by a compare-and-swap from a state whose counters are
-	// installed (cnt's generation parity equals at's parity).
+	// at is the window word: the start of the current window, as an offset
+	// from base. Its bits and the protocol on at and cnt are package
+	// twoword's; this limiter never retires its state.
 	at atomic.Uint64
 }
 
@@ -135,17 +118,8 @@ type Limiter struct {
 	header
 	_ [(cacheLine - unsafe.Sizeof(header{})%cacheLine) % cacheLine]byte
 
-	// cnt is the count word. Bits, high to low:
-	//
-	//	bits 63..40 gen: generation, +1 (mod 2^24) each time the counters
-	//	            are installed for a new start
-	//	bits 39..20 prev: cost admitted in the window before start
-	//	bits 19..0  curr: cost admitted since start
-	//
-	// When gen's parity differs from at's parity, start has moved and the
-	// counters are still those of the old window: any caller installs the
-	// new ones (install) before deciding. Admissions add n to curr by a
-	// compare-and-swap on cnt alone.
+	// cnt is the count word: the two counters and their generation
+	// (package twoword).
 	cnt atomic.Uint64
 	_   [cacheLine - 8]byte
 }
@@ -159,7 +133,7 @@ func New(limit int, window time.Duration) (*Limiter, error) {
 		return nil, err
 	}
 	l := &Limiter{header: header{rule: twocount.Rule{Limit: int64(limit), Window: int64(window)}, base: clock.NewBase()}}
-	l.at.Store(packAt(twocount.StartNew, false, 0))
+	l.at.Store(twoword.New())
 	return l, nil
 }
 
@@ -239,8 +213,8 @@ func (l *Limiter) IdleAt(now time.Time) bool {
 	if l.rule.Limit == 0 {
 		return true
 	}
-	a, _ := l.snapshot()
-	return l.rule.Idle(startOf(a), l.base.Offset(now))
+	idle, _ := twoword.Idle(&l.at, &l.cnt, &l.rule, l.base.Offset(now))
+	return idle
 }
 
 // Wait is shorthand for WaitN(ctx, 1).
@@ -256,107 +230,15 @@ func (l *Limiter) WaitN(ctx context.Context, n int) error {
 	return clock.Wait(ctx, "window", l, n)
 }
 
-// allow is AllowN on an offset from base.
-//
-// Each round takes a consistent snapshot of both words; when start has moved
-// and its counters are not installed yet, it installs them and starts again,
-// so it always decides on installed counters. A call that does not fit
-// returns without writing. A call that fits first brings the state up to its
-// instant (a rollover or a new anchor, one compare-and-swap on at), then adds
-// n to curr. Every write is a compare-and-swap against the snapshot, so a
-// round whose snapshot went stale writes nothing and retries. (A call can
-// move start and then find the room taken: see docs/window.md, "Races".)
+// allow is AllowN on an offset from base (package twoword's protocol).
 func (l *Limiter) allow(off int64, n int) bool {
-	if n <= 0 {
-		return n == 0
-	}
-	k := int64(n)
-	if k > l.rule.Limit {
-		return false
-	}
-	t0 := twocount.Clamp(off)
-	for {
-		// The snapshot, written out here because (*Limiter).snapshot is
-		// just over the inlining budget and this is the hot path.
-		a := l.at.Load()
-		c := l.cnt.Load()
-		if l.at.Load() != a {
-			continue
-		}
-		if (c>>genShift)&1 != a&1 {
-			// Start has moved and its counters are not installed yet:
-			// install them before deciding anything (see snapshot).
-			l.cnt.CompareAndSwap(c, install(a, c))
-			continue
-		}
-		// rule.View, written out: it is over the inlining budget.
-		t := max(t0, startOf(a))
-		ws, p, q, adv := l.rule.Step(startOf(a), prevOf(c), currOf(c), t)
-		if !l.rule.Fits(p, q, t-ws, k) {
-			return false
-		}
-		switch {
-		case adv == twocount.Roll:
-			l.at.CompareAndSwap(a, packAt(ws, true, a&1^1))
-		case adv == twocount.Anchor:
-			l.at.CompareAndSwap(a, packAt(ws, false, a&1^1))
-		default:
-			if l.cnt.CompareAndSwap(c, c+uint64(k)) {
-				return true
-			}
-		}
-	}
-}
-
-// snapshot returns the window word a and the count word c, read while at
-// held a and installed for a's start. A caller that finds start moved and
-// its counters not installed yet installs them first (whoever it is, a
-// reader too): so every decision is made on installed counters, and an
-// increment decided on the window before the move can land only while no
-// one has decided on the window after it (docs/window.md, "Races"). Reading
-// at twice suffices: start only increases, so at never returns to an
-// earlier value, and c was read while at held a.
-func (l *Limiter) snapshot() (a, c uint64) {
-	for {
-		a = l.at.Load()
-		c = l.cnt.Load()
-		if l.at.Load() != a {
-			continue
-		}
-		if (c>>genShift)&1 == a&1 {
-			return a, c
-		}
-		l.cnt.CompareAndSwap(c, install(a, c))
-	}
+	ok, _ := twoword.Allow(&l.at, &l.cnt, &l.rule, off, n)
+	return ok
 }
 
 // view returns the instant t offset off is decided at, and the window start
 // and counters in effect at t.
 func (l *Limiter) view(off int64) (t, ws, p, c int64) {
-	a, ci := l.snapshot()
-	t, ws, p, c, _ = l.rule.View(startOf(a), prevOf(ci), currOf(ci), off)
+	t, ws, p, c, _ = twoword.View(&l.at, &l.cnt, &l.rule, off)
 	return t, ws, p, c
 }
-
-// install returns the count word for the start in a, given the count word c
-// of the window before it: the next generation, with prev = the old curr
-// after a rollover and zero after a new anchor, and curr = 0.
-func install(a, c uint64) uint64 {
-	next := ((c >> genShift) + 1) << genShift
-	if a&rollBit != 0 {
-		next |= (c & countMask) << countBits
-	}
-	return next
-}
-
-func packAt(start int64, roll bool, parity uint64) uint64 {
-	a := uint64(start)<<2 | parity
-	if roll {
-		a |= rollBit
-	}
-	return a
-}
-
-func startOf(a uint64) int64 { return int64(a) >> 2 }
-func prevOf(c uint64) int64  { return int64(c>>countBits) & countMask }
-func currOf(c uint64) int64  { return int64(c) & countMask }

@@ -10,6 +10,7 @@ import (
 	"unsafe"
 
 	"github.com/slidelimit/slidelimit/internal/oracle"
+	"github.com/slidelimit/slidelimit/internal/twoword"
 )
 
 // t0 is a fixed instant for the step tables. Decisions depend only on
@@ -349,24 +350,24 @@ func TestNeverExceedsBound(t *testing.T) {
 	})
 }
 
-// TestGenerationWraps: the 24-bit generation wraps without confusing an
+// TestGenerationWraps: the 23-bit generation wraps without confusing an
 // installed state with a pending one.
 func TestGenerationWraps(t *testing.T) {
 	const W = time.Second
 	l, _ := New(5, W)
 	l.AllowN(t0, 2)
 	c := l.cnt.Load()
-	l.cnt.Store(c | (1<<24-1)<<genShift) // generation 2^24-1: parity 1
-	l.at.Store(l.at.Load() | 1)          // keep at's parity in step
+	l.cnt.Store(c | (1<<23-1)<<twoword.GenShift) // generation 2^23-1: parity 1
+	l.at.Store(l.at.Load() | 1)                  // keep at's parity in step
 	ref := newRef(5, int64(W))
 	ref.AllowN(0, 2)
 	for i, at := range []time.Duration{W, W + W/2, 2 * W, 3 * W, 3*W + 1, 6 * W, 7 * W} {
 		want := ref.AllowN(int64(at), 2)
 		if got := l.AllowN(t0.Add(at), 2); got != want {
-			t.Fatalf("call %d at t0+%v: got %v, want %v (gen %d)", i, at, got, want, l.cnt.Load()>>genShift)
+			t.Fatalf("call %d at t0+%v: got %v, want %v (gen %d)", i, at, got, want, l.cnt.Load()>>twoword.GenShift)
 		}
 	}
-	if g := l.cnt.Load() >> genShift; g >= 1<<23 {
+	if g := l.cnt.Load() >> twoword.GenShift; g >= 1<<22 {
 		t.Errorf("generation %d did not wrap", g)
 	}
 }
@@ -447,7 +448,7 @@ func TestRacesAdvanceOfARefusedCall(t *testing.T) {
 	// The call at 1250 fits (prev=1 weighs 750ns: 750 + 1000 <= 2000) and
 	// rolls the window, as its first round does.
 	a := l.at.Load()
-	if !l.at.CompareAndSwap(a, packAt(l.base.Offset(at(1000)), true, a&1^1)) {
+	if !l.at.CompareAndSwap(a, twoword.PackAt(l.base.Offset(at(1000)), true, a&1^1)) {
 		t.Fatal("roll")
 	}
 	if !l.AllowN(at(500), 1) {
