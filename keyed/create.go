@@ -61,8 +61,8 @@ func New[K comparable, L PerKey](newLimiter func() (L, error), opts ...Option) (
 		newLimiter: newLimiter,
 		fresh:      fresh,
 		maxN:       maxN,
-		maxKeys:    int64(c.maxKeys),
 		keyCheck:   keyCheckFor(reflect.TypeFor[K]()),
+		bound:      bound{maxKeys: int64(c.maxKeys)},
 	}, nil
 }
 
@@ -92,7 +92,7 @@ func (k *Limiter[K, L]) create(key K, now time.Time) (*entry[L], error) {
 		if e, ok := k.keys.load(key); ok {
 			return e, nil
 		}
-		if swept || !k.sweepWhenFull(k.clamp(now)) {
+		if swept || !k.sweepWhenFull(k.clamp(now), k.sweep) {
 			return nil, errFull
 		}
 	}
@@ -127,20 +127,6 @@ func (k *Limiter[K, L]) insert(key K) (*entry[L], error) {
 	e, loaded := k.keys.loadOrStore(key, &entry[L]{lim: l})
 	stored = !loaded
 	return e, nil
-}
-
-// reserve takes one of the maxKeys slots, if one is free. A refused
-// reservation writes nothing.
-func (k *Limiter[K, L]) reserve() bool {
-	for {
-		c := k.n.Load()
-		if c >= k.maxKeys {
-			return false
-		}
-		if k.n.CompareAndSwap(c, c+1) {
-			return true
-		}
-	}
 }
 
 // isNil reports whether l is a nil interface or a nil pointer (or other nil
@@ -208,8 +194,12 @@ func keyCheckFor(t reflect.Type) keyCheck {
 }
 
 // validKey reports whether key is equal to itself, without panicking.
-func (k *Limiter[K, L]) validKey(key K) bool {
-	switch k.keyCheck {
+func (k *Limiter[K, L]) validKey(key K) bool { return validKey(k.keyCheck, key) }
+
+// validKey reports whether key, of a type that needs check c, is equal to
+// itself, without panicking.
+func validKey[K comparable](c keyCheck, key K) bool {
+	switch c {
 	case keyAlwaysEqual:
 		return true
 	case keyMayBeNaN:

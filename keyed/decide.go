@@ -100,14 +100,6 @@ func (e *entry[L]) settle() bool {
 	}
 }
 
-// clamp returns now, or the latest sweep's instant if that is later.
-func (k *Limiter[K, L]) clamp(now time.Time) time.Time {
-	if f := k.floor.Load(); f != nil && now.Before(*f) {
-		return *f
-	}
-	return now
-}
-
 // TokensAt returns the largest n that AllowN(key, now, n) would admit: the
 // key's limiter's TokensAt, or a new limiter's for an absent key. It returns
 // 0 when a call would be refused without asking a limiter: for a key not
@@ -182,6 +174,3 @@ func readyAt(now, t, at time.Time, ready bool) (time.Time, bool) {
 	}
 	return at, ready
 }
-
-// full reports whether no slot is free for a new key.
-func (k *Limiter[K, L]) full() bool { return k.n.Load() >= k.maxKeys }

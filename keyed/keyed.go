@@ -170,8 +170,9 @@ type entry[L PerKey] struct {
 // so). A Limiter must not be copied after first use. It is safe for
 // concurrent use by multiple goroutines.
 type Limiter[K comparable, L PerKey] struct {
-	// The fields up to floor are read by every call and written only by New
-	// (and floor by sweeps).
+	// The fields up to bound's floor are read by every call and written
+	// only by New (and floor by sweeps); bound keeps what creations and
+	// removals write on another cache line.
 	keys       store[K, *entry[L]]
 	newLimiter func() (L, error)
 	// fresh was made by New and is never decided on: it answers TokensAt and
@@ -179,38 +180,15 @@ type Limiter[K comparable, L PerKey] struct {
 	fresh L
 	// maxN is fresh's TokensAt when New made it: the largest n any key's
 	// limiter can admit.
-	maxN    int
-	maxKeys int64
+	maxN int
 	// keyCheck says how keys are checked for being equal to themselves.
 	keyCheck keyCheck
-	// floor is the latest instant given to a sweep, nil before the first. It
-	// only grows (CAS). Calls clamp their instant up to it after looking
-	// their key up.
-	floor atomic.Pointer[time.Time]
-
-	// n is written each time a key is created or removed, which a flood of
-	// new keys does all the time: keep it off the cache line every call
-	// reads.
-	_ [cacheLine]byte
-
-	// n counts the keys present plus the keys being created. A creator
-	// reserves a slot (a CAS that keeps n <= maxKeys) before calling the
-	// factory, and gives it back if the factory fails or panics or another
-	// call stored the key first; a remover releases the slot after
-	// removing. So the map never holds more than maxKeys entries.
-	n atomic.Int64
+	bound
 
 	// failed is true when the latest call of newLimiter for a new key
 	// failed, returned a nil limiter or panicked; the next success clears
 	// it. TokensAt and ReadyAt read it for absent keys.
 	failed atomic.Bool
-
-	// autoSweeping is true while an automatic sweep runs; nextAuto is only
-	// stored by the goroutine that set it.
-	autoSweeping atomic.Bool
-	// nextAuto is the earliest call instant at which a full Limiter may sweep
-	// on its own again; nil means at once.
-	nextAuto atomic.Pointer[time.Time]
 }
 
 // errZero is what the methods of a Limiter not made by New panic with.

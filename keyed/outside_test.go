@@ -40,7 +40,25 @@ type outsideCall struct {
 	n      int
 }
 
+// outsideStore is what the outside test drives: a Limiter or a Window.
+type outsideStore interface {
+	AllowN(key int, now time.Time, n int) bool
+	Decide(key int, now time.Time, n int) (bool, error)
+	TokensAt(key int, now time.Time) int
+	ReadyAt(key int, now time.Time, n int) (time.Time, bool)
+	Sweep(now time.Time) int
+}
+
+// newOutsideRing makes the store of TestOutsideKeyedRing.
+func newOutsideRing(limit int, w time.Duration, opts ...keyed.Option) (outsideStore, error) {
+	return keyed.New[int](func() (*ring.Limiter, error) { return ring.New(limit, w) }, opts...)
+}
+
 type outsideConfig struct {
+	// mk makes the store (newOutsideRing when nil), and bound is the most
+	// cost it may admit for a key in any window (limit when 0).
+	mk          func(limit int, w time.Duration, opts ...keyed.Option) (outsideStore, error)
+	bound       int
 	keys, limit int
 	window      int64 // nanoseconds
 	maxKeys     int   // 0: the default
@@ -58,9 +76,11 @@ func runOutsideKeyed(t *testing.T, cfg outsideConfig, seed uint64) string {
 	if cfg.maxKeys > 0 {
 		opts = append(opts, keyed.MaxKeys(cfg.maxKeys))
 	}
-	k, err := keyed.New[int](func() (*ring.Limiter, error) {
-		return ring.New(cfg.limit, time.Duration(cfg.window))
-	}, opts...)
+	mk := cfg.mk
+	if mk == nil {
+		mk = newOutsideRing
+	}
+	k, err := mk(cfg.limit, time.Duration(cfg.window), opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,8 +157,12 @@ func runOutsideKeyed(t *testing.T, cfg outsideConfig, seed uint64) string {
 	if admitted == 0 {
 		return "nothing was admitted: the run checks nothing"
 	}
+	bound := cfg.limit
+	if cfg.bound > 0 {
+		bound = cfg.bound
+	}
 	for key, cs := range perKey {
-		if v := overLimit(cs, cfg.limit, cfg.window); v != "" {
+		if v := overLimit(cs, bound, cfg.window); v != "" {
 			return fmt.Sprintf("key %d: %s", key, v)
 		}
 	}
@@ -146,7 +170,7 @@ func runOutsideKeyed(t *testing.T, cfg outsideConfig, seed uint64) string {
 }
 
 // overLimit returns a description of a window (u-W, u] that certainly holds
-// more than limit, or "". Only intervals with hi <= u and lo > u-W certainly
+// more than limit (the bound checked), or "". Only intervals with hi <= u and lo > u-W certainly
 // lie in the window; the sum is largest at u = some hi.
 func overLimit(cs []outsideCall, limit int, w int64) string {
 	slices.SortFunc(cs, func(a, b outsideCall) int { return cmpInt64(a.hi, b.hi) })

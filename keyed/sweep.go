@@ -20,21 +20,6 @@ func (k *Limiter[K, L]) Sweep(now time.Time) int {
 	return k.sweep(now)
 }
 
-// raiseFloor records now as the earliest instant calls are decided at, unless
-// a later one is recorded, and returns the floor.
-func (k *Limiter[K, L]) raiseFloor(now time.Time) time.Time {
-	for {
-		f := k.floor.Load()
-		if f != nil && !now.After(*f) {
-			return *f
-		}
-		t := now
-		if k.floor.CompareAndSwap(f, &t) {
-			return now
-		}
-	}
-}
-
 // sweep is Sweep.
 func (k *Limiter[K, L]) sweep(now time.Time) int {
 	now = k.raiseFloor(now) // before any removal: see allowN
@@ -101,28 +86,6 @@ func (k *Limiter[K, L]) evictIfIdle(key K, e *entry[L], now time.Time) bool {
 		k.n.Add(-1)
 	}
 	return removed
-}
-
-// sweepWhenFull sweeps at now unless another automatic sweep is running or
-// the last one was too recent, and reports whether it removed any key.
-func (k *Limiter[K, L]) sweepWhenFull(now time.Time) bool {
-	if next := k.nextAuto.Load(); next != nil && now.Before(*next) {
-		return false
-	}
-	if !k.autoSweeping.CompareAndSwap(false, true) {
-		return false
-	}
-	defer k.autoSweeping.Store(false)
-	if next := k.nextAuto.Load(); next != nil && now.Before(*next) {
-		return false
-	}
-	start := time.Now()
-	removed := k.sweep(now)
-	// At least one nanosecond: a second sweep at the same instant would
-	// find nothing the first one left.
-	next := now.Add(max(autoSweepGap*time.Since(start), 1))
-	k.nextAuto.Store(&next)
-	return removed > 0
 }
 
 // Delete removes key and its limiter, forgetting its admissions: the next

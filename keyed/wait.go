@@ -30,7 +30,12 @@ func (k *Limiter[K, L]) WaitN(ctx context.Context, key K, n int) error {
 	if !k.validKey(key) {
 		return &waitError{n: n, err: ErrBadKey}
 	}
-	w := waiter[K, L]{k: k, key: key}
+	return waitFor(ctx, k, key, n)
+}
+
+// waitFor is WaitN on one key of d.
+func waitFor[K comparable](ctx context.Context, d decider[K], key K, n int) error {
+	w := waiter[K]{d: d, key: key}
 	err := clock.Wait(ctx, "keyed", &w, n)
 	if w.err != nil && errors.Is(err, ErrNeverReady) {
 		return &waitError{n: n, err: w.err}
@@ -51,26 +56,32 @@ func (e *waitError) Error() string {
 
 func (e *waitError) Unwrap() error { return e.err }
 
-// waiter adapts one key of a Limiter to clock.Wait. When Decide refuses with
-// an error it remembers it and reports the key as never ready, so that Wait
-// stops instead of spinning.
-type waiter[K comparable, L PerKey] struct {
-	k   *Limiter[K, L]
+// decider is what WaitN needs of a Limiter or a Window.
+type decider[K comparable] interface {
+	allowN(key K, now time.Time, n int) (bool, error)
+	ReadyAt(key K, now time.Time, n int) (time.Time, bool)
+}
+
+// waiter adapts one key of a Limiter or a Window to clock.Wait. When Decide
+// refuses with an error it remembers it and reports the key as never ready,
+// so that Wait stops instead of spinning.
+type waiter[K comparable] struct {
+	d   decider[K]
 	key K
 	err error
 }
 
-func (w *waiter[K, L]) AllowN(now time.Time, n int) bool {
-	ok, err := w.k.allowN(w.key, now, n)
+func (w *waiter[K]) AllowN(now time.Time, n int) bool {
+	ok, err := w.d.allowN(w.key, now, n)
 	if err != nil {
 		w.err = err
 	}
 	return ok
 }
 
-func (w *waiter[K, L]) ReadyAt(now time.Time, n int) (time.Time, bool) {
+func (w *waiter[K]) ReadyAt(now time.Time, n int) (time.Time, bool) {
 	if w.err != nil {
 		return time.Time{}, false
 	}
-	return w.k.ReadyAt(w.key, now, n)
+	return w.d.ReadyAt(w.key, now, n)
 }

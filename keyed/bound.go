@@ -1,0 +1,98 @@
+package keyed
+
+import (
+	"sync/atomic"
+	"time"
+)
+
+// bound is what Limiter and Window share besides their maps: the instant
+// floor that sweeps raise, the count of keys held against MaxKeys, and the
+// throttle of automatic sweeps.
+type bound struct {
+	maxKeys int64
+	// floor is the latest instant given to a sweep, nil before the first. It
+	// only grows (CAS). Calls clamp their instant up to it after looking
+	// their key up.
+	floor atomic.Pointer[time.Time]
+
+	// n is written each time a key is created or removed, which a flood of
+	// new keys does all the time: keep it off the cache line every call
+	// reads.
+	_ [cacheLine]byte
+
+	// n counts the keys present plus the keys being created. A creator
+	// reserves a slot (a CAS that keeps n <= maxKeys) before building the
+	// key, and gives it back if that fails or panics or another call
+	// stored the key first; a remover releases the slot after removing. So
+	// the map never holds more than maxKeys entries.
+	n atomic.Int64
+
+	// autoSweeping is true while an automatic sweep runs; nextAuto is only
+	// stored by the goroutine that set it.
+	autoSweeping atomic.Bool
+	// nextAuto is the earliest call instant at which a full Limiter may sweep
+	// on its own again; nil means at once.
+	nextAuto atomic.Pointer[time.Time]
+}
+
+// clamp returns now, or the latest sweep's instant if that is later.
+func (b *bound) clamp(now time.Time) time.Time {
+	if f := b.floor.Load(); f != nil && now.Before(*f) {
+		return *f
+	}
+	return now
+}
+
+// raiseFloor records now as the earliest instant calls are decided at, unless
+// a later one is recorded, and returns the floor.
+func (b *bound) raiseFloor(now time.Time) time.Time {
+	for {
+		f := b.floor.Load()
+		if f != nil && !now.After(*f) {
+			return *f
+		}
+		t := now
+		if b.floor.CompareAndSwap(f, &t) {
+			return now
+		}
+	}
+}
+
+// reserve takes one of the maxKeys slots, if one is free. A refused
+// reservation writes nothing.
+func (b *bound) reserve() bool {
+	for {
+		c := b.n.Load()
+		if c >= b.maxKeys {
+			return false
+		}
+		if b.n.CompareAndSwap(c, c+1) {
+			return true
+		}
+	}
+}
+
+// full reports whether no slot is free for a new key.
+func (b *bound) full() bool { return b.n.Load() >= b.maxKeys }
+
+// sweepWhenFull runs sweep at now unless another automatic sweep is running
+// or the last one was too recent, and reports whether it removed any key.
+func (b *bound) sweepWhenFull(now time.Time, sweep func(time.Time) int) bool {
+	if next := b.nextAuto.Load(); next != nil && now.Before(*next) {
+		return false
+	}
+	if !b.autoSweeping.CompareAndSwap(false, true) {
+		return false
+	}
+	defer b.autoSweeping.Store(false)
+	if next := b.nextAuto.Load(); next != nil && now.Before(*next) {
+		return false
+	}
+	start := time.Now()
+	removed := sweep(now)
+	// At least one nanosecond: a second sweep at the same instant would
+	// find nothing the first one left.
+	next := now.Add(max(autoSweepGap*time.Since(start), 1))
+	b.nextAuto.Store(&next)
+	return removed > 0
+}

@@ -1,0 +1,47 @@
+package keyed
+
+import (
+	"testing"
+	"time"
+)
+
+// TestTableGrowsAndShrinks: the slots stay between minLoad and maxLoad
+// percent full (beyond each shard's first minSlots), as keys come and go, and
+// every key present is found.
+func TestTableGrowsAndShrinks(t *testing.T) {
+	const n = 50_000
+	w, err := NewWindow[int](1, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Unix(1_700_000_000, 0)
+	check := func(keys int) {
+		t.Helper()
+		slots := w.keys.slotCount()
+		if lo := keys * 100 / maxLoad; slots < lo {
+			t.Errorf("%d keys in %d slots: above %d%% full", keys, slots, maxLoad)
+		}
+		if hi := keys*100/minLoad + shardCount*minSlots; slots > hi {
+			t.Errorf("%d keys in %d slots: below %d%% full", keys, slots, minLoad)
+		}
+	}
+	for k := range n {
+		w.AllowN(k, t0, 1)
+	}
+	check(n)
+	for k := range n {
+		if w.keys.find(w.keys.hash(k), k) == nil {
+			t.Fatalf("key %d not found", k)
+		}
+	}
+	for k := range n - n/10 {
+		w.Delete(k)
+	}
+	check(n / 10)
+	if got := w.Sweep(t0.Add(2 * time.Second)); got != n/10 {
+		t.Errorf("Sweep removed %d, want %d", got, n/10)
+	}
+	if got := w.keys.slotCount(); got > shardCount*minSlots {
+		t.Errorf("%d slots left with no key, want at most %d", got, shardCount*minSlots)
+	}
+}
