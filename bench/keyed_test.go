@@ -176,7 +176,7 @@ func benchKeyed(b *testing.B, im stores.Impl, n int, order, path string) {
 	if path == "deny" && admitted.Load() != 0 {
 		b.Errorf("deny path admitted %d calls", admitted.Load())
 	}
-	if strings.HasPrefix(im.Name, "keyed-") {
+	if strings.HasPrefix(im.Name, "keyed") {
 		k := seq[len(seq)/2]
 		if a := testing.AllocsPerRun(100, func() { f.store.Allow(k) }); a != 0 {
 			b.Errorf("%s: %v allocs per decision for a present key, want 0", im.Name, a)

@@ -96,6 +96,13 @@ func All() []Impl {
 func Ours() []Impl {
 	return []Impl{
 		{
+			Name: "keyed.Window", API: "(*keyed.Window[string]).Allow(key)",
+			Algo: "two-counter window per key, state inline in the map",
+			New: func(l int, w time.Duration, n int) Store {
+				return must(keyed.NewWindow[string](l, w, MaxKeysFor(n)))
+			},
+		},
+		{
 			Name: "keyed-window", API: "(*keyed.Limiter[string, *window.Limiter]).Allow(key)",
 			Algo: "two-counter window per key (two padded words)",
 			New: func(l int, w time.Duration, n int) Store {
