@@ -26,9 +26,13 @@ const (
 	// MaxBuckets is the most sub-window counters of one rule of
 	// NewBuckets: ceil(Window/Precision) is at most 1024.
 	MaxBuckets = 1024
-	// MaxWindow is the longest window of a rule: 2^50 microseconds, about
-	// 35 years. Windows are whole microseconds.
+	// MaxWindow is the longest window of a rule of NewWindow and
+	// NewBuckets: 2^50 microseconds, about 35 years. Windows are whole
+	// microseconds.
 	MaxWindow = time.Duration(1<<50) * time.Microsecond
+	// MaxLogWindow is the longest window of a rule of NewLog: 2^47
+	// microseconds, about 4.5 years (the log stores 6-byte offsets).
+	MaxLogWindow = time.Duration(1<<47) * time.Microsecond
 	// MaxRules is the largest number of rules of one limiter.
 	MaxRules = 16
 	// MaxKeyLen is the longest key, in bytes.
@@ -152,9 +156,8 @@ type Limiter struct {
 	kind    string // "log", "win" or "bkt", in the key
 	exact   bool
 	rules   []Rule
-	args    []any // per-rule script arguments: limit, window µs (buckets: limit, precision µs, buckets), ...
+	args    []any // the script arguments of one key: a header (log: cap, ttl ms, rules; others: least TTL µs, rules), then limit, window µs (buckets: limit, precision µs, buckets) per rule
 	maxLim  int
-	ttlMS   int64 // log: how long a key outlives its newest stamp
 	prefix  string
 	timeout time.Duration
 	minTTL  int64 // µs
@@ -217,7 +220,11 @@ func newLimiter(c Client, opts Options, rules []Rule, k kind) (*Limiter, error) 
 	if exact {
 		maxLim = MaxLogLimit
 	}
-	if err := validateRules("", rules, maxLim, k == kindBuckets); err != nil {
+	maxWin := MaxWindow
+	if exact {
+		maxWin = MaxLogWindow
+	}
+	if err := validateRules("", rules, maxLim, maxWin, k == kindBuckets); err != nil {
 		return nil, err
 	}
 	if opts.MinTTL < 0 || opts.MinTTL > MaxWindow {
@@ -242,26 +249,32 @@ func newLimiter(c Client, opts Options, rules []Rule, k kind) (*Limiter, error) 
 	}
 	var maxW time.Duration
 	for _, r := range rules {
+		l.maxLim = max(l.maxLim, r.Limit)
+		maxW = max(maxW, r.Window)
+	}
+	// The block of script arguments for one key (see the scripts).
+	switch k {
+	case kindLog:
+		l.s, l.kind = logScript, "log"
+		ttl := max(maxW, opts.MinTTL)
+		ttlMS := int64((ttl+time.Millisecond-1)/time.Millisecond) + 1
+		l.args = append(l.args, l.maxLim, ttlMS, len(rules))
+	case kindWindow:
+		l.s, l.kind = windowScript, "win"
+		l.args = append(l.args, l.minTTL, len(rules))
+	default:
+		l.s, l.kind = bucketScript, "bkt"
+		l.args = append(l.args, l.minTTL, len(rules))
+	}
+	for _, r := range rules {
 		if k == kindBuckets {
 			l.args = append(l.args, r.Limit, int64(r.Precision/time.Microsecond), int64(buckets(r)))
 		} else {
 			l.args = append(l.args, r.Limit, int64(r.Window/time.Microsecond))
 		}
-		l.maxLim = max(l.maxLim, r.Limit)
-		maxW = max(maxW, r.Window)
-	}
-	switch k {
-	case kindLog:
-		l.s, l.kind = logScript, "log"
-		ttl := max(maxW, opts.MinTTL)
-		l.ttlMS = int64((ttl+time.Millisecond-1)/time.Millisecond) + 1
-	case kindWindow:
-		l.s, l.kind = windowScript, "win"
-	default:
-		l.s, l.kind = bucketScript, "bkt"
 	}
 	if opts.OnError == FallBack {
-		if err := validateRules("fallback ", opts.Fallback, multi.MaxLimit, false); err != nil {
+		if err := validateRules("fallback ", opts.Fallback, multi.MaxLimit, MaxWindow, false); err != nil {
 			return nil, err
 		}
 		fr := make([]multi.Rule, len(opts.Fallback))
@@ -284,7 +297,7 @@ func newLimiter(c Client, opts Options, rules []Rule, k kind) (*Limiter, error) 
 // buckets is the number of sub-window counters of a NewBuckets rule.
 func buckets(r Rule) time.Duration { return (r.Window + r.Precision - 1) / r.Precision }
 
-func validateRules(what string, rules []Rule, maxLimit int, precision bool) error {
+func validateRules(what string, rules []Rule, maxLimit int, maxWindow time.Duration, precision bool) error {
 	if len(rules) == 0 || len(rules) > MaxRules {
 		return fmt.Errorf("redis: %srules: between 1 and %d rules are required, got %d", what, MaxRules, len(rules))
 	}
@@ -292,9 +305,9 @@ func validateRules(what string, rules []Rule, maxLimit int, precision bool) erro
 		if r.Limit < 1 || r.Limit > maxLimit {
 			return fmt.Errorf("redis: %srule %d: limit must be between 1 and %d, got %d", what, i, maxLimit, r.Limit)
 		}
-		if r.Window < time.Microsecond || r.Window > MaxWindow || r.Window%time.Microsecond != 0 {
+		if r.Window < time.Microsecond || r.Window > maxWindow || r.Window%time.Microsecond != 0 {
 			return fmt.Errorf("redis: %srule %d: window must be a whole number of microseconds between 1µs and %v, got %v",
-				what, i, MaxWindow, r.Window)
+				what, i, maxWindow, r.Window)
 		}
 		if !precision {
 			if r.Precision != 0 {
@@ -360,8 +373,26 @@ func (l *Limiter) CheckN(ctx context.Context, key string, now time.Time, n int) 
 }
 
 func (l *Limiter) decide(ctx context.Context, key string, now time.Time, n int, dry bool) (Decision, error) {
-	rk, err := l.redisKey(key)
-	if err != nil {
+	return decide(ctx, []*Limiter{l}, []string{key}, now, n, dry)
+}
+
+// decide takes one decision on the keys, keys[i] under ls[i]: one script
+// call. The limiters are of one kind, on one client; the first gives the
+// timeout and the failure policy.
+func decide(ctx context.Context, ls []*Limiter, keys []string, now time.Time, n int, dry bool) (Decision, error) {
+	l := ls[0]
+	rks := make([]string, len(keys))
+	for i, key := range keys {
+		rk, err := ls[i].redisKey(key)
+		if err != nil {
+			if len(keys) > 1 {
+				return Decision{}, fmt.Errorf("%w (key %d)", err, i)
+			}
+			return Decision{}, err
+		}
+		rks[i] = rk
+	}
+	if err := sameSlot(keys, rks); err != nil {
 		return Decision{}, err
 	}
 	us := int64(-1)
@@ -377,33 +408,40 @@ func (l *Limiter) decide(ctx context.Context, key string, now time.Time, n int, 
 	if err := ctx.Err(); err != nil {
 		return Decision{}, err
 	}
-	sent := min(n, l.maxLim+1) // every n above the largest limit is refused alike
+	maxLim, nargs, nrules := 0, 3, 0
+	for _, m := range ls {
+		maxLim = max(maxLim, m.maxLim)
+		nargs += len(m.args)
+		nrules += len(m.rules)
+	}
+	sent := min(n, maxLim+1) // every n above the largest limit is refused alike
 	flag := 0
 	if dry {
 		flag = 1
 	}
-	var args []any
-	if l.exact {
-		args = append(make([]any, 0, 5+len(l.args)), l.maxLim, us, sent, l.ttlMS, flag)
-	} else { // the window and bucket scripts take the same leading arguments
-		args = append(make([]any, 0, 4+len(l.args)), us, sent, l.minTTL, flag)
+	args := append(make([]any, 0, nargs), us, sent, flag)
+	for _, m := range ls {
+		args = append(args, m.args...)
 	}
-	args = append(args, l.args...)
 	if l.timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, l.timeout)
 		defer cancel()
 	}
-	reply, err := l.run(ctx, rk, args)
+	reply, err := l.run(ctx, rks, args)
 	if err == nil {
-		return l.decision(reply)
+		return l.decision(reply, nrules)
 	}
 	var ne net.Error
 	if errors.As(err, &ne) && ne.Timeout() && !errors.Is(err, context.DeadlineExceeded) {
 		// go-redis sets the socket's deadline from the context's.
 		err = fmt.Errorf("%w (%w)", err, context.DeadlineExceeded)
 	}
-	err = fmt.Errorf("redis: key %q: %w", key, err)
+	if len(keys) == 1 {
+		err = fmt.Errorf("redis: key %q: %w", keys[0], err)
+	} else {
+		err = fmt.Errorf("redis: keys %q: %w", keys, err)
+	}
 	switch l.policy {
 	case FailOpen:
 		at := now
@@ -412,7 +450,7 @@ func (l *Limiter) decide(ctx context.Context, key string, now time.Time, n int, 
 		}
 		return Decision{Allowed: true, At: at, ReadyAt: at, Source: FromFailOpen, Err: err}, nil
 	case FallBack:
-		return l.fallback(key, now, n, dry, err), nil
+		return fallback(ls, keys, now, n, dry, nrules, err), nil
 	default:
 		return Decision{Source: FromError}, err
 	}
@@ -420,8 +458,7 @@ func (l *Limiter) decide(ctx context.Context, key string, now time.Time, n int, 
 
 // run calls the script by digest, and by source when the server lost it.
 // Neither call is retried after it may have run: NOSCRIPT means it did not.
-func (l *Limiter) run(ctx context.Context, rk string, args []any) ([]int64, error) {
-	keys := []string{rk}
+func (l *Limiter) run(ctx context.Context, keys []string, args []any) ([]int64, error) {
 	reply, err := l.c.EvalSHA(ctx, l.s.sha, keys, args)
 	if err != nil && isNoScript(err) {
 		reply, err = l.c.Eval(ctx, l.s.src, keys, args)
@@ -429,52 +466,75 @@ func (l *Limiter) run(ctx context.Context, rk string, args []any) ([]int64, erro
 	return reply, err
 }
 
-func (l *Limiter) decision(r []int64) (Decision, error) {
-	if len(r) != 3+len(l.rules) {
-		return Decision{}, fmt.Errorf("redis: the %s script answered %d values, want %d", l.kind, len(r), 3+len(l.rules))
+func (l *Limiter) decision(r []int64, nrules int) (Decision, error) {
+	if len(r) != 3+nrules {
+		return Decision{}, fmt.Errorf("redis: the %s script answered %d values, want %d", l.kind, len(r), 3+nrules)
 	}
 	d := Decision{Allowed: r[0] == 1, At: time.UnixMicro(r[1]), Source: FromRedis}
 	if r[2] >= 0 {
 		d.ReadyAt = time.UnixMicro(r[2])
 	}
-	d.Remaining = make([]int, len(l.rules))
+	d.Remaining = make([]int, nrules)
 	for i := range d.Remaining {
 		d.Remaining[i] = int(r[3+i])
 	}
 	return d, nil
 }
 
-func (l *Limiter) fallback(key string, now time.Time, n int, dry bool, err error) Decision {
+// fallback decides with the in-process limiters of ls (each has one, the
+// constructor of the group checked): the cost is admitted iff every key's
+// fallback admits it at now. With several keys the check and the records are
+// not one atomic step in process: a concurrent call can take a key's room
+// between them, and then the keys recorded before stay recorded (the call
+// is refused; the error is on the side of refusing).
+func fallback(ls []*Limiter, keys []string, now time.Time, n int, dry bool, nrules int, err error) Decision {
 	if now.IsZero() {
 		now = time.Now()
 	}
-	d := Decision{At: now, Source: FromFallback, Err: err}
-	at, ok := l.fb.ReadyAt(key, now, n)
-	if ok {
-		d.ReadyAt = at
+	d := Decision{At: now, Source: FromFallback, Err: err, Allowed: true}
+	for i, m := range ls {
+		at, ok := m.fb.ReadyAt(keys[i], now, n)
+		if !ok {
+			d.Allowed, d.ReadyAt = false, time.Time{}
+			break
+		}
+		if at.After(now) {
+			d.Allowed = false
+			if at.After(d.ReadyAt) {
+				d.ReadyAt = at
+			}
+		}
 	}
-	if dry {
-		d.Allowed = ok && !at.After(now)
-	} else {
-		d.Allowed = l.fb.AllowN(key, now, n)
+	if d.Allowed && !dry {
+		for i, m := range ls {
+			if !m.fb.AllowN(keys[i], now, n) {
+				d.Allowed = false
+				break
+			}
+		}
 	}
 	if d.Allowed {
 		d.ReadyAt = now
 	}
-	rem := l.fb.TokensAt(key, now)
-	d.Remaining = make([]int, len(l.rules))
-	for i := range d.Remaining {
-		d.Remaining[i] = rem
+	d.Remaining = make([]int, 0, nrules)
+	for i, m := range ls {
+		rem := m.fb.TokensAt(keys[i], now)
+		for range m.rules {
+			d.Remaining = append(d.Remaining, rem)
+		}
 	}
 	return d
 }
 
 // redisKey returns the Redis key for a user key: the prefix, the kind, and a
 // hash tag, so that every Redis key of one decision maps to one cluster slot.
-// A key without braces is its own tag ("{alice}"); a key with braces would
-// end or split the tag, so its tag is a digest of it and the key follows
-// ("{3f2a…}a{b}"). The two forms never collide: only the second has bytes
-// after the tag.
+// A key without braces is its own tag ("{alice}"). A key with a hash tag of
+// its own (a "{" followed later by a "}" with at least one byte between the
+// first "{" and the next "}", as Redis Cluster reads tags) keeps it, after
+// an "=" ("=alice{tenant}"), so that keys sharing a tag share a slot. Any
+// other key with braces would end or split the tag, so its tag is a digest of
+// it and the key follows ("{3f2a…}a{}"). The three forms never collide: only
+// the second starts with "=", only the third has bytes after its tag.
 func (l *Limiter) redisKey(key string) (string, error) {
 	if key == "" {
 		return "", errors.New("redis: key must not be empty")
@@ -485,6 +545,9 @@ func (l *Limiter) redisKey(key string) (string, error) {
 	base := l.prefix + ":" + l.kind + ":"
 	if !strings.ContainsAny(key, "{}") {
 		return base + "{" + key + "}", nil
+	}
+	if _, ok := hashTag(key); ok {
+		return base + "=" + key, nil
 	}
 	h := sha1.Sum([]byte(key))
 	return base + "{" + hex.EncodeToString(h[:8]) + "}" + key, nil

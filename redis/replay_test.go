@@ -176,7 +176,7 @@ func TestWindowExactAtExtremes(t *testing.T) {
 // wrap, and every decision stays the oracle's.
 func TestLogLargeRing(t *testing.T) {
 	_, _, c := standalone(t)
-	rules := []redis.Rule{{Limit: 1030, Window: 100 * time.Millisecond}, {Limit: 700, Window: 30 * time.Millisecond}}
+	rules := []redis.Rule{{Limit: 1400, Window: 100 * time.Millisecond}, {Limit: 700, Window: 30 * time.Millisecond}}
 	l := mustLog(t, c, redis.Options{Prefix: "large"}, rules...)
 	o := &logOracle{rules: rules}
 	r := rand.New(rand.NewPCG(3, 5))
@@ -207,7 +207,7 @@ func TestLogLargeRing(t *testing.T) {
 		}
 	}
 	require.Positive(t, refused)
-	require.Greater(t, units, 10*1030, "the ring must wrap many times (admitted %d calls)", admitted)
+	require.Greater(t, units, 10*1400, "the ring must wrap many times (admitted %d calls)", admitted)
 }
 
 // inProcessTwin returns the in-process limiter of the core module that the

@@ -11,14 +11,12 @@ type script struct {
 	sha string
 }
 
-// luaArgs reads the arguments the window and bucket scripts begin with:
-// the key, now (microseconds, or -1 for the server's TIME), the cost n, the
-// least TTL (microseconds) and dry ('1': decide without writing).
-const luaArgs = `local key = KEYS[1]
-local now = tonumber(ARGV[1])
+// luaArgs reads the arguments every script begins with: now (microseconds,
+// or -1 for the server's TIME), the cost n and dry ('1': decide without
+// writing). A block of arguments per key follows them.
+const luaArgs = `local now = tonumber(ARGV[1])
 local n = tonumber(ARGV[2])
-local minttl = tonumber(ARGV[3])
-local dry = ARGV[4] == '1'
+local dry = ARGV[3] == '1'
 `
 
 // luaServerTime makes now the server's clock, in microseconds since the Unix
@@ -43,125 +41,160 @@ func newScript(src string) script {
 // Every number is a Lua double; the scripts keep every value below 2^53 so
 // that all arithmetic is exact (see the ranges in limiter.go).
 
-// logScript is the exact sliding log. KEYS[1] holds a string of 8*(cap+1)
-// bytes: a little-endian double, the ring position of the next stamp, then
-// cap stamps (doubles, microseconds; 0 is an empty slot). Stamps are written
-// in non-decreasing order: an instant before the newest stamp is treated as
-// that stamp. ARGV: cap, now (-1: the server's TIME), n, ttl in milliseconds,
-// dry ("1": decide, write nothing, report the state before the call), then
-// limit and window (microseconds) for each rule; cap is the largest limit.
+// logScript is the exact sliding log, for one key or several at once. Each
+// key holds a string of 16+6*cap bytes: two little-endian doubles, the ring
+// position of the next stamp (head) and the key's base instant
+// (microseconds), then cap slots of 6 bytes, each a little-endian unsigned
+// integer: 0 for an empty slot, else the stamp's offset from the base plus
+// one. Stamps are written in non-decreasing order.
 //
-// Rule (l, w) admits n at t iff the (l-n+1)-th newest stamp is empty or at
-// most t-w: then at most l-n stamps lie in (t-w, t]. The count behind
-// "remaining" is a binary search over the newest l stamps, made before any
-// write (an admission adds n to it). Every read comes before every write; a
-// log of at most 8 KiB is read with one GET, a longer one 8 bytes at a time
-// with GETRANGE, so a decision reads O(rules * log(limit)) stamps whatever
-// the limit. A log of at most 8 KiB is written back whole with one SET (three
-// commands per decision, with TIME); a longer one is updated in place with
-// SETRANGE (the stamps, in two pieces when the ring wraps, and the head) and
-// PEXPIRE, so an admission writes O(n) bytes whatever the limit.
-var logScript = newScript(`
-local key = KEYS[1]
-local cap = tonumber(ARGV[1])
-local now = tonumber(ARGV[2])
-local n = tonumber(ARGV[3])
-local ttl = tonumber(ARGV[4])
-local dry = ARGV[5] == '1'
-local nr = (#ARGV - 5) / 2
-` + luaServerTime + `local size = 8 * (cap + 1)
-local small = size <= 8192
-local raw = nil
-local len
-if small then
-  raw = redis.call('GET', key)
-  if raw then len = #raw else len = 0; raw = nil end
-else
-  len = redis.call('STRLEN', key)
+// ARGV: now (-1: the server's TIME), n, dry ("1": decide, write nothing,
+// report the state before the call), then for each key in KEYS: cap (its
+// largest limit), its ttl in milliseconds, its number of rules, and limit
+// and window (microseconds) for each rule. All keys are decided at one
+// instant t: now, or the newest stamp of any key when that is later (stale
+// instants never move state backwards).
+//
+// Rule (l, w) admits n at t iff the (l-n+1)-th newest stamp of its key is
+// empty or at most t-w: then at most l-n stamps lie in (t-w, t]. The count
+// behind "remaining" is a binary search over the newest l stamps. The call is
+// admitted iff every rule of every key admits it; every read comes before
+// every write. A log of at most 8 KiB is read with one GET, a longer one 6
+// bytes at a time with GETRANGE, so a decision reads O(rules * log(limit))
+// stamps whatever the limit. An admission writes the n new stamps in place
+// with SETRANGE (two pieces when the ring wraps), the head, and PEXPIRE; a
+// new key is created whole with SET ... PX.
+//
+// Offsets are below 2^48-1, so a key whose base is more than that before t
+// is re-based first: the new base is t - 2^47 (the longest window), every
+// stamp before it is moved up to it (it stays outside every window at t and
+// after), and the whole string is written back with SET ... PX. A key lives
+// at most its longest window after its last admission, so this happens only
+// to a key admitted without a pause longer than its window for 8.9 years.
+var logScript = newScript(luaArgs + luaServerTime + `local MAXOFF = 281474976710654
+local MAXW = 140737488355328
+local ks = {}
+local a = 4
+for i = 1, #KEYS do
+  local key = KEYS[i]
+  local cap = tonumber(ARGV[a])
+  local nr = tonumber(ARGV[a + 2])
+  local size = 16 + 6 * cap
+  local raw, len = nil, 0
+  if size <= 8192 then
+    raw = redis.call('GET', key)
+    if raw then len = #raw else raw = nil end
+  else
+    len = redis.call('STRLEN', key)
+  end
+  if len ~= 0 and len ~= size then
+    return redis.error_reply('ERR slidelimit: key ' .. key .. ' holds ' .. len .. ' bytes, not a log of capacity ' .. cap)
+  end
+  local head, base = 0, 0
+  if raw then
+    head, base = struct.unpack('<dd', raw)
+  elseif len ~= 0 then
+    head, base = struct.unpack('<dd', redis.call('GETRANGE', key, 0, 15))
+  end
+  ks[i] = {key, cap, ARGV[a + 1], nr, a + 3, raw, len, head, base}
+  a = a + 3 + 2 * nr
 end
-if len ~= 0 and len ~= size then
-  return redis.error_reply('ERR slidelimit: key holds ' .. len .. ' bytes, not a log of capacity ' .. cap)
+-- stamp returns the kk-th newest stamp of key state k, 0 if none.
+local function stamp(k, kk)
+  local cap = k[2]
+  if k[7] == 0 or kk > cap then return 0 end
+  local i = (k[8] - kk) % cap
+  local v
+  if k[6] then
+    v = struct.unpack('<I6', k[6], 17 + 6 * i)
+  else
+    v = struct.unpack('<I6', redis.call('GETRANGE', k[1], 16 + 6 * i, 21 + 6 * i))
+  end
+  if v == 0 then return 0 end
+  return k[9] + v - 1
 end
-local head = 0
-if raw then
-  head = struct.unpack('<d', raw, 1)
-elseif len ~= 0 then
-  head = struct.unpack('<d', redis.call('GETRANGE', key, 0, 7))
+for i = 1, #KEYS do
+  local last = stamp(ks[i], 1)
+  if now < last then now = last end
 end
-local function stamp(k)
-  if len == 0 or k > cap then return 0 end
-  local i = (head - k) % cap
-  if raw then return (struct.unpack('<d', raw, 9 + 8 * i)) end
-  return (struct.unpack('<d', redis.call('GETRANGE', key, 8 + 8 * i, 15 + 8 * i)))
-end
-local last = stamp(1)
-if now < last then now = last end
 local ok = n >= 0
 local ready = now
-local used = {}
-for r = 0, nr - 1 do
-  local l = tonumber(ARGV[6 + 2 * r])
-  local w = tonumber(ARGV[7 + 2 * r])
-  if n > l then
-    ok = false
-    ready = -1
-  elseif n > 0 then
-    local s = stamp(l - n + 1)
-    if s ~= 0 and s > now - w then
-      ok = false
-      if ready >= 0 and s + w > ready then ready = s + w end
-    end
-  end
-  local lo, hi = 0, math.min(l, cap)
-  while lo < hi do
-    local mid = math.floor((lo + hi + 1) / 2)
-    local s = stamp(mid)
-    if s ~= 0 and s > now - w then lo = mid else hi = mid - 1 end
-  end
-  used[r] = lo
-end
 if n < 0 then ready = -1 end
 local out = {0, now, ready}
-for r = 0, nr - 1 do
-  out[4 + r] = tonumber(ARGV[6 + 2 * r]) - used[r]
+for i = 1, #KEYS do
+  local k = ks[i]
+  local cap = k[2]
+  for r = 0, k[4] - 1 do
+    local l = tonumber(ARGV[k[5] + 2 * r])
+    local w = tonumber(ARGV[k[5] + 2 * r + 1])
+    if n > l then
+      ok = false
+      ready = -1
+    elseif n > 0 then
+      local s = stamp(k, l - n + 1)
+      if s ~= 0 and s > now - w then
+        ok = false
+        if ready >= 0 and s + w > ready then ready = s + w end
+      end
+    end
+    local lo, hi = 0, math.min(l, cap)
+    while lo < hi do
+      local mid = math.floor((lo + hi + 1) / 2)
+      local s = stamp(k, mid)
+      if s ~= 0 and s > now - w then lo = mid else hi = mid - 1 end
+    end
+    out[#out + 1] = l - lo
+  end
 end
+out[3] = ready
 if ok and n > 0 and not dry then
-  for r = 0, nr - 1 do out[4 + r] = out[4 + r] - n end
-  local p = struct.pack('<d', now)
-  if len == 0 then
-    local body = string.rep(p, n) .. string.rep('\0', 8 * (cap - n))
-    redis.call('SET', key, struct.pack('<d', n % cap) .. body, 'PX', ttl)
-  elseif raw then
-    local first = math.min(n, cap - head)
-    local h = struct.pack('<d', (head + n) % cap)
-    local v
-    if n > first then
-      v = h .. string.rep(p, n - first) .. raw:sub(9 + 8 * (n - first), 8 + 8 * head) .. string.rep(p, first)
+  for j = 4, #out do out[j] = out[j] - n end
+  for i = 1, #KEYS do
+    local k = ks[i]
+    local key, cap, ttl, head, base = k[1], k[2], k[3], k[8], k[9]
+    if k[7] == 0 then
+      local body = string.rep(struct.pack('<I6', 1), n) .. string.rep('\0', 6 * (cap - n))
+      redis.call('SET', key, struct.pack('<dd', n % cap, now) .. body, 'PX', ttl)
+    elseif now - base > MAXOFF then
+      local raw = k[6] or redis.call('GET', key)
+      local nb = now - MAXW
+      local slots = {}
+      for j = 0, cap - 1 do
+        local v = struct.unpack('<I6', raw, 17 + 6 * j)
+        if v ~= 0 then
+          v = base + v - 1 - nb
+          if v < 0 then v = 0 end
+          v = v + 1
+        end
+        slots[j + 1] = struct.pack('<I6', v)
+      end
+      local p = struct.pack('<I6', now - nb + 1)
+      for j = 0, n - 1 do slots[(head + j) % cap + 1] = p end
+      redis.call('SET', key, struct.pack('<dd', (head + n) % cap, nb) .. table.concat(slots), 'PX', ttl)
     else
-      v = h .. raw:sub(9, 8 + 8 * head) .. string.rep(p, n) .. raw:sub(9 + 8 * (head + n))
+      local p = struct.pack('<I6', now - base + 1)
+      local first = math.min(n, cap - head)
+      redis.call('SETRANGE', key, 16 + 6 * head, string.rep(p, first))
+      if n > first then
+        redis.call('SETRANGE', key, 16, string.rep(p, n - first))
+      end
+      redis.call('SETRANGE', key, 0, struct.pack('<d', (head + n) % cap))
+      redis.call('PEXPIRE', key, ttl)
     end
-    redis.call('SET', key, v, 'PX', ttl)
-  else
-    local first = math.min(n, cap - head)
-    redis.call('SETRANGE', key, 8 + 8 * head, string.rep(p, first))
-    if n > first then
-      redis.call('SETRANGE', key, 8, string.rep(p, n - first))
-    end
-    redis.call('SETRANGE', key, 0, struct.pack('<d', (head + n) % cap))
-    redis.call('PEXPIRE', key, ttl)
   end
 end
 if ok then out[1] = 1 end
 return out
 `)
 
-// windowScript is the two-counter window, one per rule, all or nothing.
-// KEYS[1] holds a string of 24 bytes per rule: three little-endian doubles,
-// the start of the rule's current window (microseconds), the cost admitted
-// in the window before it (prev) and in it (curr). ARGV: now (-1: the
-// server's TIME), n, the least TTL (microseconds), dry (as for the log), then
-// limit and window (microseconds) for each rule. The key lives until the last rule's state
-// expires: ws+2w, at the least the least TTL.
+// windowScript is the two-counter window, one per rule, for one key or
+// several at once, all or nothing. Each key holds a string of 24 bytes per
+// rule: three little-endian doubles, the start of the rule's current window
+// (microseconds), the cost admitted in the window before it (prev) and in it
+// (curr). ARGV: now (-1: the server's TIME), n, dry (as for the log), then
+// for each key in KEYS: the least TTL (microseconds), its number of rules,
+// and limit and window (microseconds) for each rule. A key lives until the
+// last rule's state expires: ws+2w, at the least the least TTL.
 //
 // Each rule decides as package window does: at t = max(now, start), with
 // el = t - ws the time into the window in effect at t, it admits n iff
@@ -169,8 +202,7 @@ return out
 // double's exact range, so they are computed as two 26-bit limbs (mul);
 // limits are below 2^26 and windows below 2^50 microseconds. A cost of 0 is
 // admitted whatever the estimate, even one above the limit (prev weighs in).
-var windowScript = newScript(luaArgs + `local nr = (#ARGV - 4) / 2
-` + luaServerTime + `local B = 67108864
+var windowScript = newScript(luaArgs + luaServerTime + `local B = 67108864
 local function mul(a, b)
   local bh = math.floor(b / B)
   local lo = a * (b - bh * B)
@@ -199,166 +231,200 @@ local function fits(l, w, p, c, el, k)
   if p == 0 then return true end
   return le(p, w - el, r, w)
 end
-local raw = redis.call('GET', key)
-if raw and #raw ~= 24 * nr then
-  return redis.error_reply('ERR slidelimit: key holds ' .. #raw .. ' bytes, not a window of ' .. nr .. ' rules')
-end
 local ok = n >= 0
 local ready = now
-local st = {}
-for r = 0, nr - 1 do
-  local l = tonumber(ARGV[5 + 2 * r])
-  local w = tonumber(ARGV[6 + 2 * r])
-  local ws, p, c, t = now, 0, 0, now
-  if raw then
-    local start, pv, cv = struct.unpack('<ddd', raw, 1 + 24 * r)
-    if t < start then t = start end
-    local d = t - start
-    if d < w then ws, p, c = start, pv, cv
-    elseif d < 2 * w then ws, p, c = start + w, cv, 0
-    else ws = t end
+local ks = {}
+local a = 4
+for i = 1, #KEYS do
+  local key = KEYS[i]
+  local minttl = tonumber(ARGV[a])
+  local nr = tonumber(ARGV[a + 1])
+  local raw = redis.call('GET', key)
+  if raw and #raw ~= 24 * nr then
+    return redis.error_reply('ERR slidelimit: key ' .. key .. ' holds ' .. #raw .. ' bytes, not a window of ' .. nr .. ' rules')
   end
-  st[r] = {ws, p, c, t, l, w}
-  if n > l or n < 0 then
-    ok = false
-    ready = -1
-  elseif n > 0 and not fits(l, w, p, c, t - ws, n) then
-    ok = false
-    if ready >= 0 then
-      local u
-      local rr = l - c - n
-      local f = 0
-      if rr >= 0 and p > 0 then f = muldiv(rr, w, p) end
-      if f > 0 then u = ws + w - f
-      elseif c <= l - n then u = ws + w
-      else u = ws + 2 * w - muldiv(l - n, w, c) end
-      if u > ready then ready = u end
+  local st = {}
+  for r = 0, nr - 1 do
+    local l = tonumber(ARGV[a + 2 + 2 * r])
+    local w = tonumber(ARGV[a + 3 + 2 * r])
+    local ws, p, c, t = now, 0, 0, now
+    if raw then
+      local start, pv, cv = struct.unpack('<ddd', raw, 1 + 24 * r)
+      if t < start then t = start end
+      local d = t - start
+      if d < w then ws, p, c = start, pv, cv
+      elseif d < 2 * w then ws, p, c = start + w, cv, 0
+      else ws = t end
+    end
+    st[r] = {ws, p, c, t, l, w}
+    if n > l or n < 0 then
+      ok = false
+      ready = -1
+    elseif n > 0 and not fits(l, w, p, c, t - ws, n) then
+      ok = false
+      if ready >= 0 then
+        local u
+        local rr = l - c - n
+        local f = 0
+        if rr >= 0 and p > 0 then f = muldiv(rr, w, p) end
+        if f > 0 then u = ws + w - f
+        elseif c <= l - n then u = ws + w
+        else u = ws + 2 * w - muldiv(l - n, w, c) end
+        if u > ready then ready = u end
+      end
     end
   end
+  ks[i] = {key, minttl, nr, st}
+  a = a + 2 + 2 * nr
 end
 if ok and n > 0 and not dry then
-  local parts = {}
-  local ttl = minttl
-  for r = 0, nr - 1 do
-    local s = st[r]
-    s[3] = s[3] + n
-    parts[r + 1] = struct.pack('<ddd', s[1], s[2], s[3])
-    local e = s[1] + 2 * s[6] - now
-    if e > ttl then ttl = e end
+  for i = 1, #KEYS do
+    local key, ttl, nr, st = ks[i][1], ks[i][2], ks[i][3], ks[i][4]
+    local parts = {}
+    for r = 0, nr - 1 do
+      local s = st[r]
+      s[3] = s[3] + n
+      parts[r + 1] = struct.pack('<ddd', s[1], s[2], s[3])
+      local e = s[1] + 2 * s[6] - now
+      if e > ttl then ttl = e end
+    end
+    redis.call('SET', key, table.concat(parts), 'PX', math.floor((ttl + 999) / 1000) + 1)
   end
-  redis.call('SET', key, table.concat(parts), 'PX', math.floor((ttl + 999) / 1000) + 1)
 end
 local out = {ok and 1 or 0, now, ready}
-for r = 0, nr - 1 do
-  local s = st[r]
-  local p, d, w = s[2], s[6] - (s[4] - s[1]), s[6]
-  local q = 0
-  if p > 0 then
-    q = math.ceil(p * (d / w))
-    while q > 0 and le(p, d, q - 1, w) do q = q - 1 end
-    while not le(p, d, q, w) do q = q + 1 end
+for i = 1, #KEYS do
+  local nr, st = ks[i][3], ks[i][4]
+  for r = 0, nr - 1 do
+    local s = st[r]
+    local p, d, w = s[2], s[6] - (s[4] - s[1]), s[6]
+    local q = 0
+    if p > 0 then
+      q = math.ceil(p * (d / w))
+      while q > 0 and le(p, d, q - 1, w) do q = q - 1 end
+      while not le(p, d, q, w) do q = q + 1 end
+    end
+    local left = s[5] - s[3] - q
+    if left < 0 then left = 0 end
+    out[#out + 1] = left
   end
-  local left = s[5] - s[3] - q
-  if left < 0 then left = 0 end
-  out[4 + r] = left
 end
 return out
 `)
 
-// bucketScript is the sub-window counters of NewBuckets, all or nothing.
-// KEYS[1] holds a string: a little-endian double, the instant of the latest
-// admission (microseconds), then for each rule k slots of two doubles, a
-// sub-window's index (its start divided by the precision) and the cost
-// admitted in it; sub-window b lives in slot b mod k. ARGV: now (-1: the
-// server's TIME), n, the least TTL (microseconds), dry (as for the log),
-// then limit, precision p (microseconds) and k = ceil(window/p) for each
+// bucketScript is the sub-window counters of NewBuckets, for one key or
+// several at once, all or nothing. Each key holds a string: a little-endian
+// double, the instant of the latest admission (microseconds), then for each
+// rule k slots of two doubles, a sub-window's index (its start divided by
+// the precision) and the cost admitted in it; sub-window b lives in slot b
+// mod k. ARGV: now (-1: the server's TIME), n, dry (as for the log), then
+// for each key in KEYS: the least TTL (microseconds), its number of rules,
+// and limit, precision p (microseconds) and k = ceil(window/p) for each
 // rule.
 //
-// A stale instant is decided at the latest admission. At t, with b the index
-// of t's sub-window, a rule counts the sub-windows b-k+1 .. b and admits n
-// iff their cost plus n is at most the limit. When it refuses, the cost fits
-// from the start of the first sub-window j > b at which the ones that have
-// left (b-k+1 .. j-k) free enough; ready is the latest such start over the
-// refusing rules. The key lives until its newest sub-window leaves every
-// rule: (b+k)*p, at the least the least TTL. A refused call runs no write
-// command; the whole key is read with one GET and written with one SET (at
-// most 16 KiB per rule).
-var bucketScript = newScript(luaArgs + `local nr = (#ARGV - 4) / 3
-` + luaServerTime + `local size = 8
-for r = 0, nr - 1 do size = size + 16 * tonumber(ARGV[7 + 3 * r]) end
-local raw = redis.call('GET', key)
-if raw and #raw ~= size then
-  return redis.error_reply('ERR slidelimit: key holds ' .. #raw .. ' bytes, not ' .. size .. ' bytes of counters')
-end
-if raw then
-  local last = struct.unpack('<d', raw, 1)
-  if now < last then now = last end
+// A stale instant is decided at the latest admission (of any of the keys:
+// all are decided at one instant). At t, with b the index of t's sub-window,
+// a rule counts the sub-windows b-k+1 .. b and admits n iff their cost plus n
+// is at most the limit. When it refuses, the cost fits from the start of the
+// first sub-window j > b at which the ones that have left (b-k+1 .. j-k) free
+// enough; ready is the latest such start over the refusing rules. A key lives
+// until its newest sub-window leaves every rule: (b+k)*p, at the least the
+// least TTL. A refused call runs no write command; each key is read with one
+// GET and written with one SET (at most 16 KiB per rule).
+var bucketScript = newScript(luaArgs + luaServerTime + `local ks = {}
+local a = 4
+for i = 1, #KEYS do
+  local key = KEYS[i]
+  local nr = tonumber(ARGV[a + 1])
+  local size = 8
+  for r = 0, nr - 1 do size = size + 16 * tonumber(ARGV[a + 4 + 3 * r]) end
+  local raw = redis.call('GET', key)
+  if raw and #raw ~= size then
+    return redis.error_reply('ERR slidelimit: key ' .. key .. ' holds ' .. #raw .. ' bytes, not ' .. size .. ' bytes of counters')
+  end
+  if raw then
+    local last = struct.unpack('<d', raw, 1)
+    if now < last then now = last end
+  else
+    raw = nil
+  end
+  ks[i] = {key, tonumber(ARGV[a]), nr, a + 2, raw}
+  a = a + 2 + 3 * nr
 end
 local ok = n >= 0
 local ready = now
-local st = {}
-local off = 9
-for r = 0, nr - 1 do
-  local l = tonumber(ARGV[5 + 3 * r])
-  local p = tonumber(ARGV[6 + 3 * r])
-  local k = tonumber(ARGV[7 + 3 * r])
-  local b = math.floor(now / p)
-  while b * p > now do b = b - 1 end
-  while (b + 1) * p <= now do b = b + 1 end
-  local cnt = {}
-  local sum = 0
-  if raw then
-    for s = 0, k - 1 do
-      local sb, c = struct.unpack('<dd', raw, off + 16 * s)
-      if c > 0 and sb > b - k and sb <= b then
-        cnt[b - sb] = c
-        sum = sum + c
+for i = 1, #KEYS do
+  local k = ks[i]
+  local raw = k[5]
+  local st = {}
+  local off = 9
+  for r = 0, k[3] - 1 do
+    local l = tonumber(ARGV[k[4] + 3 * r])
+    local p = tonumber(ARGV[k[4] + 1 + 3 * r])
+    local kb = tonumber(ARGV[k[4] + 2 + 3 * r])
+    local b = math.floor(now / p)
+    while b * p > now do b = b - 1 end
+    while (b + 1) * p <= now do b = b + 1 end
+    local cnt = {}
+    local sum = 0
+    if raw then
+      for s = 0, kb - 1 do
+        local sb, c = struct.unpack('<dd', raw, off + 16 * s)
+        if c > 0 and sb > b - kb and sb <= b then
+          cnt[b - sb] = c
+          sum = sum + c
+        end
       end
     end
-  end
-  st[r] = {off, b, k, sum, l, p, cnt[0] or 0}
-  if n > l or n < 0 then
-    ok = false
-    ready = -1
-  elseif n > 0 and sum + n > l then
-    ok = false
-    if ready >= 0 then
-      local j, s = b, sum
-      while s + n > l do
-        j = j + 1
-        s = s - (cnt[b - j + k] or 0)
+    st[r] = {off, b, kb, sum, l, p, cnt[0] or 0}
+    if n > l or n < 0 then
+      ok = false
+      ready = -1
+    elseif n > 0 and sum + n > l then
+      ok = false
+      if ready >= 0 then
+        local j, s = b, sum
+        while s + n > l do
+          j = j + 1
+          s = s - (cnt[b - j + kb] or 0)
+        end
+        if j * p > ready then ready = j * p end
       end
-      if j * p > ready then ready = j * p end
     end
+    off = off + 16 * kb
   end
-  off = off + 16 * k
+  k[6] = st
 end
 local admit = ok and n > 0 and not dry
 if admit then
-  local parts = {struct.pack('<d', now)}
-  local ttl = minttl
-  for r = 0, nr - 1 do
-    local s = st[r]
-    local o, b, k, p = s[1], s[2], s[3], s[6]
-    local i = b % k
-    local slot = struct.pack('<dd', b, s[7] + n)
-    if raw then
-      parts[r + 2] = raw:sub(o, o + 16 * i - 1) .. slot .. raw:sub(o + 16 * (i + 1), o + 16 * k - 1)
-    else
-      parts[r + 2] = string.rep('\0', 16 * i) .. slot .. string.rep('\0', 16 * (k - i - 1))
+  for i = 1, #KEYS do
+    local key, ttl, nr, raw, st = ks[i][1], ks[i][2], ks[i][3], ks[i][5], ks[i][6]
+    local parts = {struct.pack('<d', now)}
+    for r = 0, nr - 1 do
+      local s = st[r]
+      local o, b, k, p = s[1], s[2], s[3], s[6]
+      local j = b % k
+      local slot = struct.pack('<dd', b, s[7] + n)
+      if raw then
+        parts[r + 2] = raw:sub(o, o + 16 * j - 1) .. slot .. raw:sub(o + 16 * (j + 1), o + 16 * k - 1)
+      else
+        parts[r + 2] = string.rep('\0', 16 * j) .. slot .. string.rep('\0', 16 * (k - j - 1))
+      end
+      local e = (b + k) * p - now
+      if e > ttl then ttl = e end
     end
-    local e = (b + k) * p - now
-    if e > ttl then ttl = e end
+    redis.call('SET', key, table.concat(parts), 'PX', math.floor((ttl + 999) / 1000) + 1)
   end
-  redis.call('SET', key, table.concat(parts), 'PX', math.floor((ttl + 999) / 1000) + 1)
 end
 local out = {ok and 1 or 0, now, ready}
-for r = 0, nr - 1 do
-  local s = st[r]
-  local left = s[5] - s[4]
-  if admit then left = left - n end
-  if left < 0 then left = 0 end
-  out[4 + r] = left
+for i = 1, #KEYS do
+  local nr, st = ks[i][3], ks[i][6]
+  for r = 0, nr - 1 do
+    local s = st[r]
+    local left = s[5] - s[4]
+    if admit then left = left - n end
+    if left < 0 then left = 0 end
+    out[#out + 1] = left
+  end
 end
 return out
 `)
