@@ -1,7 +1,9 @@
 package redis_test
 
 import (
+	"encoding/binary"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"sort"
 	"testing"
@@ -232,4 +234,67 @@ func inProcessTwin(t *testing.T, rules []redis.Rule, exact bool) func(time.Time,
 		return w.AllowN
 	}
 	return nil
+}
+
+// TestLogRebase: the log stores 6-byte offsets from a per-key base and
+// re-bases a key whose base falls more than 2^48-2 µs behind; caller instants
+// that jump by up to 2^48 µs (8.9 years) at a time, with the longest window
+// a log takes, keep every decision the oracle's, for a ring read whole and
+// one read with GETRANGE.
+func TestLogRebase(t *testing.T) {
+	_, gc, c := standalone(t)
+	for _, rules := range [][]redis.Rule{
+		{{Limit: 3, Window: redis.MaxLogWindow}, {Limit: 5, Window: time.Second}},
+		{{Limit: 1400, Window: redis.MaxLogWindow}, {Limit: 700, Window: time.Second}},
+	} {
+		l := mustLog(t, c, redis.Options{Prefix: fmt.Sprintf("rebase%d", rules[0].Limit)}, rules...)
+		o := &logOracle{rules: rules}
+		r := rand.New(rand.NewPCG(uint64(rules[0].Limit), 9))
+		tm := epoch
+		jumps, admitted, refused := 0, 0, 0
+		for i := range 400 {
+			switch x := r.IntN(100); {
+			case x < 2 && jumps < 8:
+				tm += 1<<48 - r.Int64N(1000) // just short of, or past, the base's range
+				jumps++
+			case x < 4 && jumps < 8:
+				tm += 1<<47 + r.Int64N(3)
+				jumps++
+			default:
+				tm += r.Int64N(300_000)
+			}
+			now := tm
+			if r.IntN(10) == 0 {
+				now -= r.Int64N(1 << 30)
+			}
+			n := r.IntN(rules[0].Limit/2 + 2)
+			d, err := l.AllowN(t.Context(), "k", at(now), n)
+			require.NoError(t, err)
+			ok, atUS, ready, rem := o.allowN(now, n)
+			gotReady := int64(-1)
+			if !d.ReadyAt.IsZero() {
+				gotReady = d.ReadyAt.UnixMicro()
+			}
+			require.Equal(t, ok, d.Allowed, "step %d", i)
+			require.Equal(t, atUS, d.At.UnixMicro(), "step %d: at", i)
+			require.Equal(t, ready, gotReady, "step %d: ready", i)
+			require.Equal(t, rem, d.Remaining, "step %d: remaining", i)
+			if ok {
+				admitted++
+			} else {
+				refused++
+			}
+		}
+		require.Equal(t, 8, jumps)
+		// Inside view: the key was re-based (its base is no longer the
+		// instant of its first admission).
+		rk, err := redis.RedisKey(l, "k")
+		require.NoError(t, err)
+		hdr, err := gc.GetRange(t.Context(), rk, 8, 15).Result()
+		require.NoError(t, err)
+		base := math.Float64frombits(binary.LittleEndian.Uint64([]byte(hdr)))
+		require.Greater(t, int64(base), epoch+1<<48, "the key was never re-based")
+		require.Positive(t, admitted)
+		require.Positive(t, refused)
+	}
 }
