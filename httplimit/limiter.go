@@ -106,7 +106,9 @@ type Limiter interface {
 	// A non-nil error means the limiter failed (a store unreachable, a
 	// per-key factory that failed) and the Decision is meaningless; the
 	// middleware then applies its failure policy. Refusals are never
-	// errors.
+	// errors. The middleware uses at most one Quota entry per rule: a
+	// NumQuota above the number of rules counts as that number, a negative
+	// one as 0.
 	Decide(ctx context.Context, key string, now time.Time, cost int) (Decision, error)
 	// Rules returns the policy: at most MaxRules rules, in a fixed order,
 	// the same on every call. The middleware calls it once, in New.

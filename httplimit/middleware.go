@@ -225,6 +225,9 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 		return
 	}
 	d, err := m.lim.Decide(r.Context(), key, now, cost)
+	// A Limiter of the user's may report any count: one entry per rule at
+	// most, as the fields and the hooks expect.
+	d.NumQuota = min(max(d.NumQuota, 0), len(m.rules))
 	m.respond(w, r, next, key, now, &d, err)
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -275,4 +276,27 @@ func TestQuotaOnRefusalWithFieldsOff(t *testing.T) {
 	require.Len(t, got, 1)
 	assert.Equal(t, 1, got[0].NumQuota)
 	assert.Equal(t, httplimit.Quota{Remaining: 0, Reset: time.Second}, got[0].Quota[0])
+}
+
+// A Limiter of the user's may report any NumQuota: more entries than rules
+// (even more than MaxRules), or a negative count. The middleware sends one
+// item per rule at most, and never panics.
+func TestNumQuotaOutOfRange(t *testing.T) {
+	two := []httplimit.Rule{{Limit: 10, Window: time.Second}, {Limit: 100, Window: time.Minute}}
+	for _, n := range []int{-1, 0, 1, 2, 3, httplimit.MaxRules, httplimit.MaxRules + 1, 1 << 40} {
+		for _, allowed := range []bool{true, false} {
+			d := httplimit.Decision{Allowed: allowed, NumQuota: n}
+			if !allowed {
+				d.Reason, d.RetryAt = httplimit.OverLimit, t0.Add(time.Second)
+			}
+			for i := range d.Quota {
+				d.Quota[i] = httplimit.Quota{Remaining: i, Reset: time.Second}
+			}
+			h, c := newMW(t, fixed{rules: two, d: d}, httplimit.Legacy(httplimit.ResetSeconds))
+			var w *httptest.ResponseRecorder
+			require.NotPanics(t, func() { w = get(h, c, 0) }, "NumQuota %d", n)
+			items := parseList(t, w.Header().Values("RateLimit"))
+			assert.Len(t, items, min(max(n, 0), len(two)), "NumQuota %d, allowed %v", n, allowed)
+		}
+	}
 }
