@@ -134,16 +134,27 @@ func policyValue(names []string, rules []Rule) string {
 	return string(b)
 }
 
-// appendRateLimit appends the RateLimit field value for d: one item per rule,
-// `"name";r=<remaining>;t=<seconds until reset>`.
-func appendRateLimit(b []byte, names []string, d *Decision) []byte {
-	for i := range d.NumQuota {
+// rateLimitItems are the constant starts of the RateLimit value's items, one
+// per rule: `"name";r=`, after ", " from the second item on.
+func rateLimitItems(names []string) []string {
+	items := make([]string, len(names))
+	for i, n := range names {
+		var b []byte
 		if i > 0 {
 			b = append(b, ", "...)
 		}
+		b = appendName(b, n)
+		items[i] = string(append(b, ";"+paramRemaining+"="...))
+	}
+	return items
+}
+
+// appendRateLimit appends the RateLimit field value for d: one item per rule,
+// `"name";r=<remaining>;t=<seconds until reset>`, whose starts are items.
+func appendRateLimit(b []byte, items []string, d *Decision) []byte {
+	for i := range d.NumQuota {
 		q := &d.Quota[i]
-		b = appendName(b, names[i])
-		b = append(b, ";"+paramRemaining+"="...)
+		b = append(b, items[i]...)
 		b = strconv.AppendInt(b, int64(max(q.Remaining, 0)), 10)
 		b = append(b, ";"+paramReset+"="...)
 		b = strconv.AppendInt(b, seconds(q.Reset), 10)
@@ -243,7 +254,7 @@ func (m *Middleware) setFields(h http.Header, d *Decision, now time.Time) {
 	}
 	h[fieldPolicy] = m.policy
 	var buf [256]byte
-	h[fieldRateLimit] = headerValue(appendRateLimit(buf[:0], m.names, d))
+	h[fieldRateLimit] = headerValue(appendRateLimit(buf[:0], m.items, d))
 	if m.legacy == legacyOff {
 		return
 	}

@@ -31,6 +31,7 @@ type Middleware struct {
 	lazy  lazy // lim, if it is one of this package's adapters
 	rules []Rule
 	names []string
+	items []string // the starts of the RateLimit value's items, one per rule
 	// policy is the RateLimit-Policy value, the same for every response,
 	// so one slice is set on every header. Sharing it is safe because
 	// nothing in net/http writes into a header value's slice: Header.Set
@@ -184,6 +185,7 @@ func New(l Limiter, opts ...Option) (*Middleware, error) {
 		return nil, fmt.Errorf("httplimit: OnLimiterError: unknown failure policy %d", m.failure)
 	}
 	m.policy = []string{policyValue(m.names, m.rules)}[:1:1]
+	m.items = rateLimitItems(m.names)
 	m.lazy, _ = l.(lazy)
 	return m, nil
 }
