@@ -112,9 +112,12 @@ func (w *Window[K]) Len() int {
 	return int(w.n.Load())
 }
 
-// Allow is shorthand for AllowN(key, time.Now(), 1).
+// Allow is shorthand for AllowN(key, time.Now(), 1), reading only the
+// monotonic clock.
 func (w *Window[K]) Allow(key K) bool {
-	return w.AllowN(key, time.Now(), 1)
+	w.mustBeMade()
+	ok, _ := w.decide(key, w.base.Now(), 1)
+	return ok
 }
 
 // AllowN reports whether n events may happen for key at now, and records
@@ -140,15 +143,21 @@ func (w *Window[K]) Decide(key K, now time.Time, n int) (admitted bool, err erro
 	return w.allowN(key, now, n)
 }
 
-// allowN is Decide. A sweep evicts a key's cell by retiring its state (one
-// compare-and-swap on the count word, from a state it judged idle), and an
-// admission is a compare-and-swap on the same word: either the admission
-// lands first, and the sweep finds the state no longer as it judged it and
-// judges again, or the sweep lands first, and the admission fails, sees the
-// state dead, and decides again on the key's new cell. The floor is read
-// after the lookup, as in Limiter.allowN.
+// allowN is Decide.
 func (w *Window[K]) allowN(key K, now time.Time, n int) (bool, error) {
 	w.mustBeMade()
+	return w.decide(key, w.base.Offset(now), n)
+}
+
+// decide is Decide at offset off from base. A sweep evicts a key's cell by
+// retiring its state (one compare-and-swap on the count word, from a state it
+// judged idle), and an admission is a compare-and-swap on the same word:
+// either the admission lands first, and the sweep finds the state no longer
+// as it judged it and judges again, or the sweep lands first, and the
+// admission fails, sees the state dead, and decides again on the key's new
+// cell. The floor is read after the lookup, as in Limiter.allowN, and
+// compared as an offset from base, the measure the state itself uses.
+func (w *Window[K]) decide(key K, off int64, n int) (bool, error) {
 	if !validKey(w.keyCheck, key) {
 		return false, ErrBadKey
 	}
@@ -163,21 +172,30 @@ func (w *Window[K]) allowN(key K, now time.Time, n int) (bool, error) {
 		c := w.keys.find(h, key)
 		if c == nil {
 			var err error
-			if c, err = w.create(h, key, now); err != nil {
+			if c, err = w.create(h, key, off); err != nil {
 				return false, err
 			}
 		}
-		ok, dead := twoword.Allow(&c.at, &c.cnt, &w.rule, w.base.Offset(w.clamp(now)), n)
+		ok, dead := twoword.Allow(&c.at, &c.cnt, &w.rule, w.clampOff(off), n)
 		if !dead {
 			return ok, nil
 		}
 	}
 }
 
+// clampOff returns off, or the latest sweep's instant as an offset from base
+// if that is later.
+func (w *Window[K]) clampOff(off int64) int64 {
+	if f := w.floor.Load(); f != nil {
+		return max(off, w.base.Offset(*f))
+	}
+	return off
+}
+
 // create returns key's cell, creating it if it is still absent, or fails
 // with errFull when the Window is full and a sweep (if one may run) frees no
 // room.
-func (w *Window[K]) create(h uint64, key K, now time.Time) (*cell[K], error) {
+func (w *Window[K]) create(h uint64, key K, off int64) (*cell[K], error) {
 	for swept := false; ; swept = true {
 		if w.reserve() {
 			c := &cell[K]{key: key}
@@ -192,7 +210,7 @@ func (w *Window[K]) create(h uint64, key K, now time.Time) (*cell[K], error) {
 		if c := w.keys.find(h, key); c != nil {
 			return c, nil
 		}
-		if swept || !w.sweepWhenFull(w.clamp(now), w.sweep) {
+		if swept || !w.sweepWhenFull(w.base.Time(w.clampOff(off)), w.sweep) {
 			return nil, errFull
 		}
 	}
@@ -216,7 +234,7 @@ func (w *Window[K]) TokensAt(key K, now time.Time) int {
 			}
 			return int(w.rule.Limit)
 		}
-		t, ws, p, q, dead := twoword.View(&c.at, &c.cnt, &w.rule, w.base.Offset(w.clamp(now)))
+		t, ws, p, q, dead := twoword.View(&c.at, &c.cnt, &w.rule, w.clampOff(w.base.Offset(now)))
 		if !dead {
 			return int(w.rule.Tokens(p, q, t-ws))
 		}
@@ -251,7 +269,7 @@ func (w *Window[K]) ReadyAt(key K, now time.Time, n int) (at time.Time, ok bool)
 			}
 			return now, true
 		}
-		t, ws, p, q, dead := twoword.View(&c.at, &c.cnt, &w.rule, w.base.Offset(w.clamp(now)))
+		t, ws, p, q, dead := twoword.View(&c.at, &c.cnt, &w.rule, w.clampOff(w.base.Offset(now)))
 		if dead {
 			continue
 		}
