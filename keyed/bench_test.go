@@ -342,6 +342,34 @@ func measureBytes[L PerKey](b *testing.B, name string, n int, newLimiter func() 
 	return r
 }
 
+// measureWindowBytes returns, once per process, the heap per key of a Window
+// holding n keys (the keys' strings excluded: they belong to the caller).
+func measureWindowBytes(b *testing.B, n int) float64 {
+	memMu.Lock()
+	defer memMu.Unlock()
+	if r, ok := memResults["Window"]; ok {
+		return r.total
+	}
+	keys := benchKeys(b, n)
+	before := liveHeap()
+	w, err := NewWindow[string](benchLimit, benchWindow, MaxKeys(n))
+	if err != nil {
+		b.Fatal(err)
+	}
+	at := time.Unix(1_700_000_000, 0)
+	for _, key := range keys {
+		w.AllowN(key, at, 1)
+	}
+	if w.Len() != n {
+		b.Fatalf("Len() = %d, want %d", w.Len(), n)
+	}
+	total := float64(liveHeap()-before) / float64(n)
+	runtime.KeepAlive(w)
+	runtime.KeepAlive(keys)
+	memResults["Window"] = memResult{total: total}
+	return total
+}
+
 // BenchmarkBytesPerKey reports the heap per key of a Limiter holding 1M keys:
 // B/key in total, the limiter's share (lim-B/key) and the rest, the map and
 // the Limiter's entry (map-B/key). The measurement is made once per process;
@@ -355,6 +383,11 @@ func BenchmarkBytesPerKey(b *testing.B) {
 		b.ReportMetric(r.limiter, "lim-B/key")
 		b.ReportMetric(r.total-r.limiter, "map-B/key")
 	}
+	b.Run("Window", func(b *testing.B) {
+		for b.Loop() {
+		}
+		b.ReportMetric(measureWindowBytes(b, n), "B/key")
+	})
 	b.Run("lim=window", func(b *testing.B) { report(b, measureBytes(b, "window", n, newWindow)) })
 	b.Run("lim=ring10", func(b *testing.B) { report(b, measureBytes(b, "ring10", n, newRing)) })
 	b.Run("lim=multi2", func(b *testing.B) { report(b, measureBytes(b, "multi2", n, newMulti)) })
