@@ -100,7 +100,7 @@ b -test.bench '^BenchmarkOne$/^mode=parallel$' -test.cpu 2,8
 step "speed: keyed stores, keys in random and Zipf order (-cpu $cpus; building 100k-key fixtures takes a few seconds)"
 # The stores that allocate (ulule, httprate) in a process of their own: their
 # garbage collections would otherwise run beside every other store.
-BENCH_FULL=1 rounds -test.bench "^BenchmarkKeyed\$/$keyed_small/^impl=(keyed-window|keyed-ring|sethvargo|throttled)(#[0-9]+)?\$" -test.cpu "$cpus"
+BENCH_FULL=1 rounds -test.bench "^BenchmarkKeyed\$/$keyed_small/^impl=(keyed.Window|keyed-window|keyed-ring|sethvargo|throttled)(#[0-9]+)?\$" -test.cpu "$cpus"
 BENCH_FULL=1 rounds -test.bench "^BenchmarkKeyed\$/$keyed_small/^impl=(ulule|httprate)(#[0-9]+)?\$" -test.cpu "$cpus"
 step "speed: keyed stores at 1M keys, one process per store (-cpu $cpus; each fills 1M keys first)"
 for s in $("$out/memkey" -list | grep -E "$big_stores"); do
@@ -141,7 +141,7 @@ bs() { go run "$BENCHSTAT" "$@" "$bench"; }
 	bs -filter '/mode:parallel' -col '/impl@(mutexlog ring)' -row /path,/gomaxprocs
 	bs -filter '/mode:parallel' -col '/impl@(mutexwindow window)' -row /path,/gomaxprocs
 	echo "### Keyed stores, against sethvargo/go-limiter"
-	bs -filter '.name:Keyed' -col '/impl@(sethvargo keyed-window keyed-ring throttled ulule httprate)' -row /keys,/order,/path,/gomaxprocs
+	bs -filter '.name:Keyed' -col '/impl@(sethvargo keyed.Window keyed-window keyed-ring throttled ulule httprate)' -row /keys,/order,/path,/gomaxprocs
 	echo "### HTTP middlewares, against go-chi/httprate"
 	bs -filter '.name:HTTP' -col '/impl@(httprate slidelimit slidelimit-nofields sethvargo throttled tollbooth ulule)' -row /path,/keys
 } >"$out/benchstat.txt" 2>"$out/benchstat.err" || { cat "$out/benchstat.err" >&2; exit 1; }

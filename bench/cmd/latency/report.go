@@ -154,6 +154,8 @@ func style(impl string) (color.Color, []vg.Length) {
 		return palette[2], nil
 	case "none":
 		return color.Gray{Y: 150}, []vg.Length{vg.Points(1), vg.Points(2)}
+	case "keyed.Window":
+		return palette[5], nil
 	case "keyed-window":
 		return palette[1], nil
 	case "keyed-ring":

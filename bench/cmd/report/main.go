@@ -106,7 +106,7 @@ func check(err error) {
 // Names of the single-limiter and keyed implementations, in table order.
 var (
 	singleOrder = []string{"floor", "clock", "ring", "window", "multi", "multiapprox", "mutexlog", "mutexwindow", "xrate", "juju", "russellluo", "uber"}
-	keyedOrder  = []string{"keyed-window", "keyed-ring", "sethvargo", "throttled", "ulule", "httprate"}
+	keyedOrder  = []string{"keyed.Window", "keyed-window", "keyed-ring", "sethvargo", "throttled", "ulule", "httprate"}
 )
 
 func printAccuracy(w io.Writer, rep *accuracy.Report) {

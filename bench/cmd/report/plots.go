@@ -283,7 +283,7 @@ func plotSpeed(r results, dir string) error {
 		rows := (len(ps) + 1) / 2
 		header := []string{
 			"Keyed stores, 100 per second per key, every key present, \"client-N\" keys drawn uniformly at random or Zipf(1.1),",
-			"one or two goroutines on one shared store (-cpu 1, -cpu 2). keyed-window, keyed-ring: slidelimit's keyed over window and ring.",
+			"one or two goroutines on one shared store (-cpu 1, -cpu 2). keyed.Window: slidelimit's window per key, inline; keyed-window, keyed-ring: keyed.Limiter over window and ring.",
 		}
 		return savePNG(dir, "speed-keyed.png", 2, rows, 26*vg.Centimeter, vg.Length(rows)*6*vg.Centimeter, grid(ps, 2), header...)
 	}

@@ -54,7 +54,7 @@ func printSummary(w io.Writer, rep *accuracy.Report, r results, mem []memResult,
 			for _, o := range keyedOrders {
 				for _, cpu := range []int{2, 1} {
 					sv := r.get(keyedName(k, o, "mixed", "sethvargo"), cpu)
-					kw := r.get(keyedName(k, o, "mixed", "keyed-window"), cpu)
+					kw := r.get(keyedName(k, o, "mixed", "keyed.Window"), cpu)
 					kr := r.get(keyedName(k, o, "mixed", "keyed-ring"), cpu)
 					if !sv.ok || (!kw.ok && !kr.ok) {
 						continue
@@ -65,7 +65,7 @@ func printSummary(w io.Writer, rep *accuracy.Report, r results, mem []memResult,
 		}
 		if len(lines) > 0 {
 			fmt.Fprintf(w, "\nKeyed stores, 100 per second per key, every key present (ns/op):\n\n")
-			fmt.Fprintf(w, "  %8s %-7s %4s %10s %10s %10s\n", "keys", "order", "cpu", "kd-window", "kd-ring", "sethvargo")
+			fmt.Fprintf(w, "  %8s %-7s %4s %10s %10s %10s\n", "keys", "order", "cpu", "Window", "kd-ring", "sethvargo")
 			fmt.Fprintln(w, strings.Join(lines, "\n"))
 		}
 		printHTTPSummary(w, r)

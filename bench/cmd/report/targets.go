@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"strings"
 
 	"github.com/slidelimit/slidelimit/bench/accuracy"
 )
@@ -66,7 +67,7 @@ func targets(rep *accuracy.Report, r results, mem []memResult, rings []ringMem) 
 			x, ok = ratio(p, one(r, "parallel", "deny", "xrate", 2))
 			add(im+": -cpu 2, deny, vs x/time/rate", "<= 0.3x", x, ok, x <= 0.3, "%.2fx (%.1f ns vs %.1f)", x, p.ns, one(r, "parallel", "deny", "xrate", 2).ns)
 		}
-		for _, im := range []string{"keyed-window", "keyed-ring"} {
+		for _, im := range []string{"keyed.Window", "keyed-window", "keyed-ring"} {
 			for _, k := range []string{"100000", "1000000"} {
 				for _, order := range []string{"random", "zipf"} {
 					for _, cpu := range []int{1, 2} {
@@ -89,8 +90,8 @@ func targets(rep *accuracy.Report, r results, mem []memResult, rings []ringMem) 
 			}
 		}
 		for _, m := range mem {
-			if m.store == "keyed-window" && m.keys == 1_000_000 && m.keyBytes > 0 {
-				add("keyed-window: bytes per key at 1M keys", "<= 64 B + the key's bytes", 0, true,
+			if m.store == "keyed.Window" && m.keys == 1_000_000 && m.keyBytes > 0 {
+				add("keyed.Window: bytes per key at 1M keys", "<= 64 B + the key's bytes", 0, true,
 					m.bytesPerKey <= 64+m.keyBytes, "%.1f B/key vs %.1f (64 + %.1f key bytes)", m.bytesPerKey, 64+m.keyBytes, m.keyBytes)
 			}
 			if isOurs(m.store) && m.keys == 1_000_000 {
@@ -145,4 +146,4 @@ func printTargets(w io.Writer, ts []target) {
 	fmt.Fprintln(w)
 }
 
-func isOurs(store string) bool { return store == "keyed-ring" || store == "keyed-window" }
+func isOurs(store string) bool { return strings.HasPrefix(store, "keyed") }
