@@ -53,9 +53,9 @@ var windowKeyOptions = conformance.Options{
 	MaxWindow: window.MaxWindow,
 }
 
-// TestWindowConformance runs the shared contract through a Window, for one
+// TestConformanceWindow runs the shared contract through a Window, for one
 // key: it is window's contract.
-func TestWindowConformance(t *testing.T) { conformance.Run(t, windowKeyOptions) }
+func TestConformanceWindow(t *testing.T) { conformance.Run(t, windowKeyOptions) }
 
 // TestOutsideWindowConformance runs the shared outside-view concurrency check
 // through a Window, for one key.
