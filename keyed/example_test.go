@@ -192,3 +192,36 @@ func ExampleLimiter_Wait() {
 	// first: <nil>
 	// second fails at once: true
 }
+
+// A Window keeps a two-counter window per key with its state inline: 59 bytes
+// per key, for limits of any size. Here 10 per minute per client; the
+// previous minute's admissions count in proportion to how much of it is
+// still inside the last minute.
+func ExampleNewWindow() {
+	w, err := keyed.NewWindow[string](10, time.Minute, keyed.MaxKeys(100_000))
+	if err != nil {
+		panic(err)
+	}
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	admitted := 0
+	for range 12 {
+		if w.AllowN("203.0.113.7", now, 1) {
+			admitted++
+		}
+	}
+	fmt.Println("admitted in the first minute:", admitted)
+	// 90 s later: the first minute (10 admitted) still weighs half.
+	later := now.Add(90 * time.Second)
+	fmt.Println("room at +90s:", w.TokensAt("203.0.113.7", later))
+	// The next minute starts with the full one weighing 10: one more call
+	// fits once a tenth of it has passed.
+	at, _ := w.ReadyAt("203.0.113.7", now, 1)
+	fmt.Println("next call fits at:", at.Sub(now))
+	// All idle two windows after the last admission: a sweep removes the key.
+	fmt.Println("swept:", w.Sweep(now.Add(2*time.Minute)), "keys left:", w.Len())
+	// Output:
+	// admitted in the first minute: 10
+	// room at +90s: 5
+	// next call fits at: 1m6s
+	// swept: 1 keys left: 0
+}
