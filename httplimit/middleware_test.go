@@ -3,6 +3,7 @@ package httplimit_test
 import (
 	"context"
 	"errors"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -283,7 +284,7 @@ func TestQuotaOnRefusalWithFieldsOff(t *testing.T) {
 // item per rule at most, and never panics.
 func TestNumQuotaOutOfRange(t *testing.T) {
 	two := []httplimit.Rule{{Limit: 10, Window: time.Second}, {Limit: 100, Window: time.Minute}}
-	for _, n := range []int{-1, 0, 1, 2, 3, httplimit.MaxRules, httplimit.MaxRules + 1, 1 << 40} {
+	for _, n := range []int{-1, 0, 1, 2, 3, httplimit.MaxRules, httplimit.MaxRules + 1, math.MaxInt} {
 		for _, allowed := range []bool{true, false} {
 			d := httplimit.Decision{Allowed: allowed, NumQuota: n}
 			if !allowed {
