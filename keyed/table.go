@@ -148,12 +148,15 @@ func (t *table[K]) loadOrInsert(h uint64, c *cell[K]) (actual *cell[K], loaded b
 				break
 			}
 			cur := x.cell.Load()
-			if cur == nil {
+			if cur == nil || cur.dead() {
+				// A tombstone. (The current array holds no dead cell, see
+				// removeLocked; were one left, it would be treated as
+				// the tombstone it should be.)
 				if free < 0 {
 					free = i
 				}
 			} else if xh == h && cur.key == c.key {
-				return cur, true // never dead: see remove
+				return cur, true
 			}
 			if i++; i == len(s) {
 				i = 0
@@ -176,6 +179,9 @@ func (t *table[K]) loadOrInsert(h uint64, c *cell[K]) (actual *cell[K], loaded b
 	// The cell before the hash: a lookup that sees the hash sees the cell.
 	// A lookup that sees a tombstone's old hash with the new cell compares
 	// keys and goes on.
+	if s[free].cell.Load() != nil {
+		sh.live-- // a dead cell left in place, replaced (see above)
+	}
 	s[free].cell.Store(c)
 	s[free].hash.Store(h)
 	sh.live++
@@ -215,13 +221,15 @@ func (sh *shard[K]) removeLocked(h uint64, c *cell[K]) bool {
 func (sh *shard[K]) rebuild(need int) *slots[K] {
 	n := max(minSlots, need*100/rebuildLoad+1)
 	next := &slots[K]{s: make([]slot[K], n)}
+	live := 0
 	if arr := sh.slots.Load(); arr != nil {
 		for i := range arr.s {
 			x := &arr.s[i]
 			c := x.cell.Load()
-			if c == nil {
-				continue
+			if c == nil || c.dead() {
+				continue // a dead cell is dropped, as a tombstone is
 			}
+			live++
 			h := x.hash.Load()
 			j := home(h, n)
 			for next.s[j].hash.Load() != 0 {
@@ -233,7 +241,7 @@ func (sh *shard[K]) rebuild(need int) *slots[K] {
 			next.s[j].hash.Store(h)
 		}
 	}
-	sh.used = sh.live
+	sh.live, sh.used = live, live
 	sh.slots.Store(next)
 	return next
 }
