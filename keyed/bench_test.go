@@ -416,6 +416,35 @@ func BenchmarkSweep(b *testing.B) {
 	}
 }
 
+// BenchmarkSweepWindow is BenchmarkSweep for a Window.
+func BenchmarkSweepWindow(b *testing.B) {
+	for _, n := range []int{100_000, 1_000_000} {
+		b.Run(fmt.Sprintf("keys=%s", size(n)), func(b *testing.B) {
+			keys := benchKeys(b, n)
+			w, err := NewWindow[string](benchLimit, benchWindow, MaxKeys(n))
+			if err != nil {
+				b.Fatal(err)
+			}
+			at := time.Unix(1_700_000_000, 0)
+			for _, key := range keys {
+				w.AllowN(key, at, 1)
+			}
+			for b.Loop() {
+				if got := w.Sweep(at); got != 0 {
+					b.Fatalf("Sweep removed %d keys, want 0", got)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/key")
+			b.StopTimer()
+			start := time.Now()
+			if got := w.Sweep(at.Add(time.Hour)); got != n {
+				b.Fatalf("Sweep removed %d keys, want %d", got, n)
+			}
+			b.ReportMetric(float64(time.Since(start).Nanoseconds())/float64(n), "evict-ns/key")
+		})
+	}
+}
+
 var (
 	evictMu      sync.Mutex
 	evictResults = map[int]float64{}
