@@ -15,6 +15,14 @@
 // absent behaves as a newly constructed limiter: its first admission creates
 // it with the function given to [New].
 //
+// A [Window] is the same store for one two-counter window per key (package
+// window's limiter), with each key's state kept inline in a map of this
+// package instead of in a limiter of its own: it answers every call as a
+// Limiter[K, *window.Limiter] would, takes about a third of its memory, and
+// fewer cache misses per decision when the keys do not fit in cache. What
+// this documentation says of a Limiter holds for a Window, except where the
+// Window's documentation says otherwise.
+//
 // # Eviction
 //
 // A limiter whose IdleAt(now) is true decides, for every instant >= now,
