@@ -26,9 +26,13 @@
 //	keyed.New        any of the above per key, created on   the limiter's, plus    one limit per client, user
 //	                 first use, idle keys evicted, a hard   about 75 bytes and     or API key
 //	                 bound on the number of keys            the key, per key
+//	keyed.NewWindow  window's per key, with keyed's          about 60 bytes and     one limit per key over
+//	                 eviction and bound; each key's state   the key, per key       many keys
+//	                 inline in the map
 //
 // A ring of limit 10 kept per key costs about 300 bytes per key in keyed, a
-// window about 200, whatever its limit.
+// window.Limiter about 200 and a key of keyed.NewWindow about 60, whatever
+// the limit.
 //
 // # Per process
 //
@@ -44,7 +48,8 @@
 //   - [github.com/slidelimit/slidelimit/window]: the two-counter window.
 //   - [github.com/slidelimit/slidelimit/multi]: several rules, exact
 //     (Limiter) or approximate (Approx).
-//   - [github.com/slidelimit/slidelimit/keyed]: one limiter per key.
+//   - [github.com/slidelimit/slidelimit/keyed]: one limiter per key, or one
+//     two-counter window per key kept inline (Window).
 //   - [github.com/slidelimit/slidelimit/httplimit]: net/http middleware over
 //     any of them, answering refusals with 429 and Retry-After.
 //
