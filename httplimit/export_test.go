@@ -15,3 +15,7 @@ var (
 	PeerIPv4   = peerIPv4
 	PeerIPSlow = peerIPSlow
 )
+
+// ClockNow returns a new clock's reading function, as New installs it for
+// this package's adapters.
+func ClockNow() func() time.Time { return newClock().now }

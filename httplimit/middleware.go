@@ -51,7 +51,8 @@ type Middleware struct {
 	failure  Failure
 	onError  func(*http.Request, error)
 
-	// now is time.Now; tests replace it (export_test.go) to inject instants.
+	// now is time.Now, or a clock's now for this package's adapters; tests
+	// replace it (export_test.go) to inject instants.
 	now func() time.Time
 }
 
@@ -186,7 +187,13 @@ func New(l Limiter, opts ...Option) (*Middleware, error) {
 	}
 	m.policy = []string{policyValue(m.names, m.rules)}[:1:1]
 	m.items = rateLimitItems(m.names)
-	m.lazy, _ = l.(lazy)
+	if m.lazy, _ = l.(lazy); m.lazy != nil {
+		// An in-process limiter compares instants on the monotonic clock,
+		// which a clock reads in one call instead of time.Now's two. A
+		// remote limiter keeps time.Now: it may send the wall clock to a
+		// store shared with other processes.
+		m.now = newClock().now
+	}
 	return m, nil
 }
 
