@@ -40,18 +40,25 @@ func FuzzKeyed(f *testing.F) {
 		}
 		limit, window, _ := ringConfig(data[:2])
 		maxKeys := 1 + int(data[2])%4
-		data = data[3:]
-		if len(data) > 3*maxOps {
-			data = data[:3*maxOps]
-		}
-		kinds := make([]byte, 0, len(data)/3)
-		pairs := make([]byte, 0, 2*len(data)/3)
-		for i := 0; i+2 < len(data); i += 3 {
-			kinds = append(kinds, data[i])
-			pairs = append(pairs, data[i+1], data[i+2])
-		}
-		runKeyed(t, limit, window, maxKeys, kinds, decodeOps(pairs, window, limit))
+		kinds, ops := decodeKeyedOps(data[3:], window, limit)
+		runKeyed(t, limit, window, maxKeys, kinds, ops)
 	})
+}
+
+// decodeKeyedOps turns fuzzer bytes into keyed operations: three bytes each,
+// the first the operation's kind and key, the other two a call as decodeOps
+// decodes it.
+func decodeKeyedOps(data []byte, window time.Duration, limit int) (kinds []byte, ops []op) {
+	if len(data) > 3*maxOps {
+		data = data[:3*maxOps]
+	}
+	kinds = make([]byte, 0, len(data)/3)
+	pairs := make([]byte, 0, 2*len(data)/3)
+	for i := 0; i+2 < len(data); i += 3 {
+		kinds = append(kinds, data[i])
+		pairs = append(pairs, data[i+1], data[i+2])
+	}
+	return kinds, decodeOps(pairs, window, limit)
 }
 
 // factory modes, set by an operation for the next creation only.

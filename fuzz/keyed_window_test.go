@@ -33,17 +33,8 @@ func FuzzKeyedWindow(f *testing.F) {
 		}
 		limit, w, _ := ringConfig(data[:2])
 		maxKeys := 1 + int(data[2])%6
-		data = data[3:]
-		if len(data) > 3*maxOps {
-			data = data[:3*maxOps]
-		}
-		kinds := make([]byte, 0, len(data)/3)
-		pairs := make([]byte, 0, 2*len(data)/3)
-		for i := 0; i+2 < len(data); i += 3 {
-			kinds = append(kinds, data[i])
-			pairs = append(pairs, data[i+1], data[i+2])
-		}
-		runKeyedWindow(t, limit, w, maxKeys, kinds, decodeOps(pairs, w, limit))
+		kinds, ops := decodeKeyedOps(data[3:], w, limit)
+		runKeyedWindow(t, limit, w, maxKeys, kinds, ops)
 	})
 }
 

@@ -322,24 +322,33 @@ func measureBytes[L PerKey](b *testing.B, name string, n int, newLimiter func() 
 	clear(lims)
 	lims = nil
 
-	before = liveHeap()
 	k, err := New[string](newLimiter, MaxKeys(n))
 	if err != nil {
 		b.Fatal(err)
 	}
-	at := time.Unix(1_700_000_000, 0)
-	for _, key := range keys {
-		k.AllowN(key, at, 1)
-	}
-	if k.Len() != n {
-		b.Fatalf("Len() = %d, want %d", k.Len(), n)
-	}
-	total := float64(liveHeap()-before) / float64(n)
-	runtime.KeepAlive(k)
-	runtime.KeepAlive(keys)
-	r := memResult{total: total, limiter: limBytes} // lims was allocated before the first reading
+	r := memResult{total: heapPerKey(b, keys, k), limiter: limBytes} // lims was allocated before the first reading
 	memResults[name] = r
 	return r
+}
+
+// heapPerKey returns the live heap per key that s takes to hold keys, each
+// with one admission. s is made (empty) before the first reading.
+func heapPerKey(b *testing.B, keys []string, s interface {
+	AllowN(key string, now time.Time, n int) bool
+	Len() int
+}) float64 {
+	before := liveHeap()
+	at := time.Unix(1_700_000_000, 0)
+	for _, key := range keys {
+		s.AllowN(key, at, 1)
+	}
+	if s.Len() != len(keys) {
+		b.Fatalf("Len() = %d, want %d", s.Len(), len(keys))
+	}
+	total := float64(liveHeap()-before) / float64(len(keys))
+	runtime.KeepAlive(s)
+	runtime.KeepAlive(keys)
+	return total
 }
 
 // measureWindowBytes returns, once per process, the heap per key of a Window
@@ -350,22 +359,11 @@ func measureWindowBytes(b *testing.B, n int) float64 {
 	if r, ok := memResults["Window"]; ok {
 		return r.total
 	}
-	keys := benchKeys(b, n)
-	before := liveHeap()
 	w, err := NewWindow[string](benchLimit, benchWindow, MaxKeys(n))
 	if err != nil {
 		b.Fatal(err)
 	}
-	at := time.Unix(1_700_000_000, 0)
-	for _, key := range keys {
-		w.AllowN(key, at, 1)
-	}
-	if w.Len() != n {
-		b.Fatalf("Len() = %d, want %d", w.Len(), n)
-	}
-	total := float64(liveHeap()-before) / float64(n)
-	runtime.KeepAlive(w)
-	runtime.KeepAlive(keys)
+	total := heapPerKey(b, benchKeys(b, n), w)
 	memResults["Window"] = memResult{total: total}
 	return total
 }

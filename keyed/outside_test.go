@@ -205,12 +205,19 @@ func cmpInt64(a, b int64) int {
 // sweeps (and, with a small MaxKeys, automatic ones), and queries and
 // refused calls at other instants.
 func TestOutsideKeyedRing(t *testing.T) {
+	runOutsideConfigs(t, newOutsideRing, func(limit int) int { return limit })
+}
+
+// runOutsideConfigs runs runOutsideKeyed three times on each of a few
+// configurations, on the stores mk makes, whose bound for a limit is bound.
+func runOutsideConfigs(t *testing.T, mk func(limit int, w time.Duration, opts ...keyed.Option) (outsideStore, error), bound func(limit int) int) {
 	cfgs := []outsideConfig{
 		{keys: 4, limit: 3, window: 400, goroutines: 8, ops: 3000},
 		{keys: 6, limit: 2, window: 200, maxKeys: 4, goroutines: 8, ops: 3000},
 		{keys: 2, limit: 8, window: 2000, goroutines: 6, ops: 3000},
 	}
 	for _, cfg := range cfgs {
+		cfg.mk, cfg.bound = mk, bound(cfg.limit)
 		t.Run(fmt.Sprintf("keys=%d,limit=%d,W=%dns,maxKeys=%d", cfg.keys, cfg.limit, cfg.window, cfg.maxKeys), func(t *testing.T) {
 			for run := range 3 {
 				seed := uint64(time.Now().UnixNano())

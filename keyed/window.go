@@ -270,16 +270,10 @@ func (w *Window[K]) ReadyAt(key K, now time.Time, n int) (at time.Time, ok bool)
 			return now, true
 		}
 		t, ws, p, q, dead := twoword.View(&c.at, &c.cnt, &w.rule, w.clampOff(w.base.Offset(now)))
-		if dead {
-			continue
-		}
-		switch r := w.rule.ReadyAt(ws, p, q, t, int64(n)); {
-		case r == t:
-			return now, true // n fits at the instant now is decided at
-		case r > twocount.OffMax:
-			return time.Time{}, false
-		default:
-			return w.base.Time(r), true
+		if !dead {
+			// As window.Limiter.ReadyAt.
+			r := w.rule.ReadyAt(ws, p, q, t, int64(n))
+			return w.base.Ready(now, t, r, r <= twocount.OffMax)
 		}
 	}
 }

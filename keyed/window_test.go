@@ -71,22 +71,7 @@ func newOutsideWindow(limit int, w time.Duration, opts ...keyed.Option) (outside
 // concurrent sweeps (and, with a small MaxKeys, automatic ones), and queries
 // and refused calls at other instants.
 func TestOutsideKeyedWindow(t *testing.T) {
-	cfgs := []outsideConfig{
-		{keys: 4, limit: 3, window: 400, goroutines: 8, ops: 3000},
-		{keys: 6, limit: 2, window: 200, maxKeys: 4, goroutines: 8, ops: 3000},
-		{keys: 2, limit: 8, window: 2000, goroutines: 6, ops: 3000},
-	}
-	for _, cfg := range cfgs {
-		cfg.mk, cfg.bound = newOutsideWindow, 2*cfg.limit-1
-		t.Run(fmt.Sprintf("keys=%d,limit=%d,W=%dns,maxKeys=%d", cfg.keys, cfg.limit, cfg.window, cfg.maxKeys), func(t *testing.T) {
-			for run := range 3 {
-				seed := uint64(time.Now().UnixNano())
-				if v := runOutsideKeyed(t, cfg, seed); v != "" {
-					t.Fatalf("run %d (seed %d, GOMAXPROCS %d): %s", run, seed, runtime.GOMAXPROCS(0), v)
-				}
-			}
-		})
-	}
+	runOutsideConfigs(t, newOutsideWindow, func(limit int) int { return 2*limit - 1 })
 }
 
 // TestWindowMatchesLimiter feeds a Window and a Limiter over window.Limiter

@@ -194,14 +194,10 @@ func (l *Limiter) ReadyAt(now time.Time, n int) (at time.Time, ok bool) {
 		return time.Time{}, false
 	}
 	t, ws, p, c := l.view(l.base.Offset(now))
-	switch r := l.rule.ReadyAt(ws, p, c, t, int64(n)); {
-	case r == t:
-		return now, true // n fits at the instant now is decided at
-	case r > twocount.OffMax:
-		return time.Time{}, false
-	default:
-		return l.base.Time(r), true
-	}
+	// now itself when n fits at the instant now is decided at; never past
+	// the last instant the limiter tells apart.
+	r := l.rule.ReadyAt(ws, p, c, t, int64(n))
+	return l.base.Ready(now, t, r, r <= twocount.OffMax)
 }
 
 // IdleAt reports whether the limiter carries no information at now: nothing
