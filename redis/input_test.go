@@ -117,9 +117,10 @@ func TestBadInput(t *testing.T) {
 }
 
 // TestExpiry: a key expires once it carries no information. The log's key
-// lives for its longest window after each admission (rounded up to a
-// millisecond, plus one); the window's for the end of the rule's next window;
-// a refused call does not extend it.
+// lives for at least its longest window after each admission (rounded up to a
+// millisecond, plus one: ttl) and at most twice that: it is set to 2*ttl when
+// created or found below ttl; the window's for the end of the rule's next
+// window; a refused call does not extend it.
 func TestExpiry(t *testing.T) {
 	s, _, c := standalone(t)
 	pttl := func(l *redis.Limiter, key string) int {
@@ -142,10 +143,24 @@ func TestExpiry(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, d.Allowed)
 	got := pttl(lg, "k")
-	require.InDelta(t, 10002, got, 50, "log key TTL")
+	require.InDelta(t, 20004, got, 50, "log key TTL")
 	d, err = lg.AllowN(t.Context(), "k", at(epoch), 1)
 	require.NoError(t, err)
 	require.False(t, d.Allowed)
+	rk, err := redis.RedisKey(lg, "k")
+	require.NoError(t, err)
+	_, err = redistest.Do(s.Addr(), "PEXPIRE", rk, "12000")
+	require.NoError(t, err)
+	d, err = lg.AllowN(t.Context(), "k", at(epoch+2_000_000), 1)
+	require.NoError(t, err)
+	require.True(t, d.Allowed)
+	require.InDelta(t, 12000, pttl(lg, "k"), 50, "a TTL of at least ttl is left alone")
+	_, err = redistest.Do(s.Addr(), "PEXPIRE", rk, "9000")
+	require.NoError(t, err)
+	d, err = lg.AllowN(t.Context(), "k", at(epoch+4_000_000), 1)
+	require.NoError(t, err)
+	require.True(t, d.Allowed)
+	require.InDelta(t, 20004, pttl(lg, "k"), 50, "a TTL below ttl is set to 2*ttl")
 
 	w := newf(redis.NewWindow, redis.Options{}, rules...)
 	d, err = w.AllowN(t.Context(), "k", at(epoch), 1)
@@ -156,11 +171,11 @@ func TestExpiry(t *testing.T) {
 
 	// On the server's clock the key really goes away.
 	// MinTTL keeps a key longer.
-	for _, f := range []func(redis.Client, redis.Options, ...redis.Rule) (*redis.Limiter, error){redis.NewLog, redis.NewWindow} {
+	for i, f := range []func(redis.Client, redis.Options, ...redis.Rule) (*redis.Limiter, error){redis.NewLog, redis.NewWindow} {
 		l := newf(f, redis.Options{Prefix: "min", MinTTL: time.Minute}, rules...)
 		_, err := l.AllowN(t.Context(), "k", at(epoch), 1)
 		require.NoError(t, err)
-		require.InDelta(t, 60002, pttl(l, "k"), 50, "TTL with MinTTL")
+		require.InDelta(t, []int{120002, 60002}[i], pttl(l, "k"), 50, "TTL with MinTTL")
 	}
 
 	short := newf(redis.NewLog, redis.Options{Prefix: "short"}, redis.Rule{Limit: 1, Window: 5 * time.Millisecond})

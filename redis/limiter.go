@@ -30,9 +30,9 @@ const (
 	// NewBuckets: 2^50 microseconds, about 35 years. Windows are whole
 	// microseconds.
 	MaxWindow = time.Duration(1<<50) * time.Microsecond
-	// MaxLogWindow is the longest window of a rule of NewLog: 2^47
-	// microseconds, about 4.5 years (the log stores 6-byte offsets).
-	MaxLogWindow = time.Duration(1<<47) * time.Microsecond
+	// MaxLogWindow is the longest window of a rule of NewLog: 2^46
+	// microseconds, about 2.2 years (the log stores 6-byte offsets).
+	MaxLogWindow = time.Duration(1<<46) * time.Microsecond
 	// MaxRules is the largest number of rules of one limiter.
 	MaxRules = 16
 	// MaxKeyLen is the longest key, in bytes.

@@ -11,7 +11,7 @@ import (
 	"github.com/slidelimit/slidelimit/redis/internal/redistest"
 )
 
-// TestLogMemory: a log key holds exactly 16+6*limit bytes of data (a 16-byte
+// TestLogMemory: a log key holds exactly 8+6*limit bytes of data (an 8-byte
 // header, 6 bytes per stamp), and costs at most 8*limit+100 bytes in Redis as
 // MEMORY USAGE counts it, jemalloc's size classes included (they round an
 // allocation up by less than a quarter, which the 6-byte stamps leave room
@@ -20,7 +20,7 @@ import (
 // rule. Some numbers are logged for docs/redis.md.
 func TestLogMemory(t *testing.T) {
 	s, _, c := standalone(t)
-	limits := []int{500, 1000, 1019, 1362, 1363, 4096, 10000, 100000, redis.MaxLogLimit}
+	limits := []int{500, 1000, 1019, 1364, 1365, 4096, 10000, 100000, redis.MaxLogLimit}
 	for l := 1; l <= 300; l++ {
 		limits = append(limits, l)
 	}
@@ -41,7 +41,7 @@ func TestLogMemory(t *testing.T) {
 		}
 		strlen, err := redistest.Do(s.Addr(), "STRLEN", rk)
 		require.NoError(t, err)
-		require.Equal(t, strconv.Itoa(16+6*limit), strlen, "limit %d: the log is a 16-byte header and 6 bytes per slot", limit)
+		require.Equal(t, strconv.Itoa(8+6*limit), strlen, "limit %d: the log is an 8-byte header and 6 bytes per slot", limit)
 		require.LessOrEqual(t, used, 8*limit+100, "limit %d", limit)
 		_, err = redistest.Do(s.Addr(), "DEL", rk)
 		require.NoError(t, err)

@@ -42,11 +42,18 @@ func newScript(src string) script {
 // that all arithmetic is exact (see the ranges in limiter.go).
 
 // logScript is the exact sliding log, for one key or several at once. Each
-// key holds a string of 16+6*cap bytes: two little-endian doubles, the ring
-// position of the next stamp (head) and the key's base instant
-// (microseconds), then cap slots of 6 bytes, each a little-endian unsigned
-// integer: 0 for an empty slot, else the stamp's offset from the base plus
-// one. Stamps are written in non-decreasing order.
+// key holds a string of 8+6*cap bytes: a little-endian double, the key's
+// base instant (microseconds), then a ring of cap slots of 6 bytes, each a
+// little-endian unsigned integer v: 0 for an empty slot, else
+// 2*(stamp-base+1) + lap, lap being the parity of the ring's pass that wrote
+// it. Stamps are written in non-decreasing order, from slot 0 round the ring.
+//
+// No head is stored (writing it would cost a write command per decision):
+// the slots written in the current pass, from slot 0, carry slot 0's lap and
+// the rest (the previous pass, or empty) do not, so the next slot to write is
+// the first one whose lap differs from slot 0's, found by a binary search, or
+// slot 0 again when every slot carries it (a new pass begins, with the other
+// lap).
 //
 // ARGV: now (-1: the server's TIME), n, dry ("1": decide, write nothing,
 // report the state before the call), then for each key in KEYS: cap (its
@@ -62,24 +69,26 @@ func newScript(src string) script {
 // every write. A log of at most 8 KiB is read with one GET, a longer one 6
 // bytes at a time with GETRANGE, so a decision reads O(rules * log(limit))
 // stamps whatever the limit. An admission writes the n new stamps in place
-// with SETRANGE (two pieces when the ring wraps), the head, and PEXPIRE; a
-// new key is created whole with SET ... PX.
+// with SETRANGE (two pieces when the ring wraps) and, when the key's TTL is
+// below ttl, sets it to twice ttl (PTTL, PEXPIRE): every key outlives each
+// admission by at least ttl, with one write command per decision most of the
+// time. A new key is created whole with SET ... PX.
 //
-// Offsets are below 2^48-1, so a key whose base is more than that before t
-// is re-based first: the new base is t - 2^47 (the longest window), every
+// Offsets are below 2^47-1, so a key whose base is more than that before t
+// is re-based first: the new base is t - 2^46 (the longest window), every
 // stamp before it is moved up to it (it stays outside every window at t and
 // after), and the whole string is written back with SET ... PX. A key lives
-// at most its longest window after its last admission, so this happens only
-// to a key admitted without a pause longer than its window for 8.9 years.
-var logScript = newScript(luaArgs + luaServerTime + `local MAXOFF = 281474976710654
-local MAXW = 140737488355328
+// at most twice its longest window after its last admission, so this happens
+// only to a key admitted without a long pause for 4.5 years.
+var logScript = newScript(luaArgs + luaServerTime + `local MAXOFF = 140737488355326
+local MAXW = 70368744177664
 local ks = {}
 local a = 4
 for i = 1, #KEYS do
   local key = KEYS[i]
   local cap = tonumber(ARGV[a])
   local nr = tonumber(ARGV[a + 2])
-  local size = 16 + 6 * cap
+  local size = 8 + 6 * cap
   local raw, len = nil, 0
   if size <= 8192 then
     raw = redis.call('GET', key)
@@ -90,13 +99,29 @@ for i = 1, #KEYS do
   if len ~= 0 and len ~= size then
     return redis.error_reply('ERR slidelimit: key ' .. key .. ' holds ' .. len .. ' bytes, not a log of capacity ' .. cap)
   end
-  local head, base = 0, 0
-  if raw then
-    head, base = struct.unpack('<dd', raw)
-  elseif len ~= 0 then
-    head, base = struct.unpack('<dd', redis.call('GETRANGE', key, 0, 15))
+  local k = {key, cap, tonumber(ARGV[a + 1]), nr, a + 3, raw, len, 0, 0, 1}
+  if len ~= 0 then
+    local function slot(j)
+      if raw then return (struct.unpack('<I6', raw, 9 + 6 * j)) end
+      return (struct.unpack('<I6', redis.call('GETRANGE', key, 8 + 6 * j, 13 + 6 * j)))
+    end
+    if raw then
+      k[9] = struct.unpack('<d', raw)
+    else
+      k[9] = struct.unpack('<d', redis.call('GETRANGE', key, 0, 7))
+    end
+    local lap = slot(0) % 2
+    local lo, hi = 1, cap
+    while lo < hi do
+      local mid = math.floor((lo + hi) / 2)
+      local v = slot(mid)
+      if v ~= 0 and v % 2 == lap then lo = mid + 1 else hi = mid end
+    end
+    k[8] = lo % cap
+    k[10] = lap
+    if lo == cap then k[10] = 1 - lap end
   end
-  ks[i] = {key, cap, ARGV[a + 1], nr, a + 3, raw, len, head, base}
+  ks[i] = k
   a = a + 3 + 2 * nr
 end
 -- stamp returns the kk-th newest stamp of key state k, 0 if none.
@@ -106,12 +131,12 @@ local function stamp(k, kk)
   local i = (k[8] - kk) % cap
   local v
   if k[6] then
-    v = struct.unpack('<I6', k[6], 17 + 6 * i)
+    v = struct.unpack('<I6', k[6], 9 + 6 * i)
   else
-    v = struct.unpack('<I6', redis.call('GETRANGE', k[1], 16 + 6 * i, 21 + 6 * i))
+    v = struct.unpack('<I6', redis.call('GETRANGE', k[1], 8 + 6 * i, 13 + 6 * i))
   end
   if v == 0 then return 0 end
-  return k[9] + v - 1
+  return k[9] + math.floor(v / 2) - 1
 end
 for i = 1, #KEYS do
   local last = stamp(ks[i], 1)
@@ -151,35 +176,39 @@ if ok and n > 0 and not dry then
   for j = 4, #out do out[j] = out[j] - n end
   for i = 1, #KEYS do
     local k = ks[i]
-    local key, cap, ttl, head, base = k[1], k[2], k[3], k[8], k[9]
+    local key, cap, ttl, head, base, lap = k[1], k[2], k[3], k[8], k[9], k[10]
     if k[7] == 0 then
-      local body = string.rep(struct.pack('<I6', 1), n) .. string.rep('\0', 6 * (cap - n))
-      redis.call('SET', key, struct.pack('<dd', n % cap, now) .. body, 'PX', ttl)
+      local body = string.rep(struct.pack('<I6', 3), n) .. string.rep('\0', 6 * (cap - n))
+      redis.call('SET', key, struct.pack('<d', now) .. body, 'PX', 2 * ttl)
     elseif now - base > MAXOFF then
       local raw = k[6] or redis.call('GET', key)
       local nb = now - MAXW
       local slots = {}
       for j = 0, cap - 1 do
-        local v = struct.unpack('<I6', raw, 17 + 6 * j)
+        local v = struct.unpack('<I6', raw, 9 + 6 * j)
         if v ~= 0 then
-          v = base + v - 1 - nb
-          if v < 0 then v = 0 end
-          v = v + 1
+          local s = base + math.floor(v / 2) - 1
+          if s < nb then s = nb end
+          v = 2 * (s - nb + 1) + v % 2
         end
         slots[j + 1] = struct.pack('<I6', v)
       end
-      local p = struct.pack('<I6', now - nb + 1)
-      for j = 0, n - 1 do slots[(head + j) % cap + 1] = p end
-      redis.call('SET', key, struct.pack('<dd', (head + n) % cap, nb) .. table.concat(slots), 'PX', ttl)
-    else
-      local p = struct.pack('<I6', now - base + 1)
       local first = math.min(n, cap - head)
-      redis.call('SETRANGE', key, 16 + 6 * head, string.rep(p, first))
+      local p = struct.pack('<I6', 2 * (now - nb + 1) + lap)
+      for j = head, head + first - 1 do slots[j + 1] = p end
+      p = struct.pack('<I6', 2 * (now - nb + 1) + 1 - lap)
+      for j = 0, n - first - 1 do slots[j + 1] = p end
+      redis.call('SET', key, struct.pack('<d', nb) .. table.concat(slots), 'PX', 2 * ttl)
+    else
+      local off = 2 * (now - base + 1)
+      local first = math.min(n, cap - head)
+      redis.call('SETRANGE', key, 8 + 6 * head, string.rep(struct.pack('<I6', off + lap), first))
       if n > first then
-        redis.call('SETRANGE', key, 16, string.rep(p, n - first))
+        redis.call('SETRANGE', key, 8, string.rep(struct.pack('<I6', off + 1 - lap), n - first))
       end
-      redis.call('SETRANGE', key, 0, struct.pack('<d', (head + n) % cap))
-      redis.call('PEXPIRE', key, ttl)
+      if redis.call('PTTL', key) < ttl then
+        redis.call('PEXPIRE', key, 2 * ttl)
+      end
     end
   end
 end
