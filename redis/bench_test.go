@@ -40,6 +40,8 @@ func benchDeciders(b *testing.B, gc *goredis.Client, rate redis_rate.Limit) map[
 	lg := mustLog(b, c, redis.Options{Prefix: "bench"}, rule)
 	win := mustWindow(b, c, redis.Options{Prefix: "bench"}, rule)
 	lg3 := mustLog(b, c, redis.Options{Prefix: "bench3"}, rule, redis.Rule{Limit: 1000, Window: time.Minute}, redis.Rule{Limit: 10000, Window: time.Hour})
+	bkt, err := redis.NewBuckets(c, testOptions(redis.Options{Prefix: "bench"}), redis.Rule{Limit: benchLimit, Window: time.Second, Precision: 100 * time.Millisecond})
+	require.NoError(b, err)
 	rr := redis_rate.NewLimiter(gc)
 	allow := func(l *redis.Limiter) decider {
 		return func(ctx context.Context, key string) error { _, err := l.Allow(ctx, key); return err }
@@ -48,6 +50,7 @@ func benchDeciders(b *testing.B, gc *goredis.Client, rate redis_rate.Limit) map[
 		"log":        allow(lg),
 		"window":     allow(win),
 		"log-3rules": allow(lg3),
+		"buckets":    allow(bkt),
 		"redis_rate": func(ctx context.Context, key string) error { _, err := rr.Allow(ctx, key, rate); return err },
 	}
 }
@@ -123,7 +126,7 @@ func BenchmarkDecide(b *testing.B) {
 // used_memory (INFO memory) per key; the loop itself measures nothing.
 func BenchmarkMemoryPerKey(b *testing.B) {
 	const keys = 100_000
-	for _, name := range []string{"log", "window", "redis_rate"} {
+	for _, name := range []string{"log", "window", "buckets", "redis_rate"} {
 		b.Run(name, func(b *testing.B) {
 			s := redistest.Start(b)
 			gc := goredis.NewClient(&goredis.Options{Addr: s.Addr(), PoolSize: 32, ContextTimeoutEnabled: true})

@@ -93,6 +93,9 @@ func TestCluster(t *testing.T) {
 	t.Run("master-down", func(t *testing.T) {
 		fresh := mustLog(t, c, redis.Options{Prefix: "down", Timeout: 300 * time.Millisecond}, redis.Rule{Limit: 1, Window: time.Hour})
 		open := mustLog(t, c, redis.Options{Prefix: "down-open", Timeout: 300 * time.Millisecond, OnError: redis.FailOpen}, redis.Rule{Limit: 1, Window: time.Hour})
+		bkt, err := redis.NewBuckets(c, testOptions(redis.Options{Prefix: "down-bkt", Timeout: 300 * time.Millisecond, OnError: redis.FallBack,
+			Fallback: []redis.Rule{{Limit: 1, Window: time.Hour}}}), redis.Rule{Limit: 1, Window: time.Hour, Precision: time.Minute})
+		require.NoError(t, err)
 		down := cl.Nodes[0]
 		down.Stop()
 		ok, failed := 0, 0
@@ -113,10 +116,22 @@ func TestCluster(t *testing.T) {
 				require.True(t, dO.Allowed)
 				require.Equal(t, redis.FromFailOpen, dO.Source)
 				require.Error(t, dO.Err)
+				for i, want := range []bool{true, false} { // the fallback's limit is 1
+					dB, errB := bkt.AllowN(t.Context(), k, now, 1)
+					require.NoError(t, errB)
+					require.Equal(t, redis.FromFallback, dB.Source)
+					require.Equal(t, want, dB.Allowed, "buckets key %q call %d", k, i)
+				}
 				failed++
 			} else {
 				require.NoError(t, err, "key %q lives on a running master", k)
 				require.True(t, d.Allowed)
+				for i, want := range []bool{true, false} {
+					dB, errB := bkt.AllowN(t.Context(), k, now, 1)
+					require.NoError(t, errB)
+					require.Equal(t, redis.FromRedis, dB.Source)
+					require.Equal(t, want, dB.Allowed, "buckets key %q call %d", k, i)
+				}
 				ok++
 			}
 		}

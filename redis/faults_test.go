@@ -3,6 +3,7 @@ package redis_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -69,15 +70,37 @@ func split(ds []redis.Decision) map[redis.Source][]stamp {
 // call is decided by Redis again (the script is sent anew after NOSCRIPT).
 func TestOutsideKillRestart(t *testing.T) {
 	s, _, c := standalone(t)
-	rule := redis.Rule{Limit: 20, Window: 50 * time.Millisecond}
 	fbRule := redis.Rule{Limit: 5, Window: 50 * time.Millisecond}
+	for _, kind := range []string{"log", "buckets"} {
+		t.Run(kind, func(t *testing.T) { killRestart(t, s, c, kind, fbRule) })
+	}
+}
+
+// killRestart is TestOutsideKillRestart for one kind of limiter: the exact
+// log (its Redis admissions at most the limit in any window) or the
+// sub-window counters (at most the limit plus one sub-window's admissions).
+func killRestart(t *testing.T, s *redistest.Server, c redis.Client, kind string, fbRule redis.Rule) {
+	rule := redis.Rule{Limit: 20, Window: 50 * time.Millisecond}
+	newf := redis.NewLog
+	if kind == "buckets" {
+		rule.Precision = 10 * time.Millisecond
+		newf = redis.NewBuckets
+	}
+	bound := func(st []stamp) (got, bound int) {
+		if kind == "buckets" {
+			return bucketBound(st, rule)
+		}
+		return maxInWindow(st, rule.Window.Microseconds()), rule.Limit
+	}
 	for _, p := range []redis.Policy{redis.FailClosed, redis.FailOpen, redis.FallBack} {
-		o := redis.Options{Timeout: 200 * time.Millisecond, OnError: p, Fallback: []redis.Rule{fbRule}}
-		l := mustLog(t, c, o, rule)
+		o := redis.Options{Timeout: 200 * time.Millisecond, OnError: p, Fallback: []redis.Rule{fbRule}, Prefix: fmt.Sprintf("kill%d", p)}
+		l, err := newf(c, testOptions(o), rule)
+		require.NoError(t, err)
 		during := load(t, l, "k", 8, 40, s.Stop)
 		bySrc := split(during)
-		t.Logf("policy %d: %d decisions, sources %v", p, len(during), counts(bySrc))
-		require.LessOrEqual(t, maxInWindow(bySrc[redis.FromRedis], rule.Window.Microseconds()), rule.Limit, "policy %d", p)
+		t.Logf("%s, policy %d: %d decisions, sources %v", kind, p, len(during), counts(bySrc))
+		got, most := bound(bySrc[redis.FromRedis])
+		require.LessOrEqual(t, got, most, "policy %d", p)
 		switch p {
 		case redis.FailClosed:
 			require.NotEmpty(t, bySrc[redis.FromError], "the server was down for half the calls")
@@ -105,7 +128,8 @@ func TestOutsideKillRestart(t *testing.T) {
 		}, 10*time.Second, 10*time.Millisecond, "policy %d: Redis never decided a whole load again after the restart", p)
 		bySrc = split(after)
 		require.NotEmpty(t, bySrc[redis.FromRedis])
-		require.LessOrEqual(t, maxInWindow(bySrc[redis.FromRedis], rule.Window.Microseconds()), rule.Limit)
+		got, most = bound(bySrc[redis.FromRedis])
+		require.LessOrEqual(t, got, most, "policy %d after the restart", p)
 	}
 }
 
@@ -156,15 +180,32 @@ func TestTimeout(t *testing.T) {
 	gc := goredis.NewClient(&goredis.Options{Addr: s.Addr(), ContextTimeoutEnabled: true})
 	c, err := redis.NewGoRedis(gc)
 	require.NoError(t, err)
+	for _, kind := range []string{"log", "buckets"} {
+		t.Run(kind, func(t *testing.T) { timeoutPolicies(t, s, c, kind) })
+	}
+	require.NoError(t, gc.Close())
+	require.Eventually(t, func() bool { return runtime.NumGoroutine() <= base+1 }, 5*time.Second, 20*time.Millisecond,
+		"goroutines: %d before, %d after closing the client", base, runtime.NumGoroutine())
+}
+
+// timeoutPolicies is TestTimeout for one kind of limiter.
+func timeoutPolicies(t *testing.T, s *redistest.Server, c redis.Client, kind string) {
 	rule := redis.Rule{Limit: 3, Window: time.Hour}
+	newf := redis.NewLog
+	if kind == "buckets" {
+		rule.Precision = time.Minute
+		newf = redis.NewBuckets
+	}
 	const timeout = 50 * time.Millisecond
 	mk := func(p redis.Policy) *redis.Limiter {
-		return mustLog(t, c, redis.Options{Timeout: timeout, OnError: p, Fallback: []redis.Rule{{Limit: 1, Window: time.Hour}}}, rule)
+		l, err := newf(c, testOptions(redis.Options{Timeout: timeout, OnError: p, Fallback: []redis.Rule{{Limit: 1, Window: time.Hour}}, Prefix: fmt.Sprintf("to%d", p)}), rule)
+		require.NoError(t, err)
+		return l
 	}
 	closed, open, fb := mk(redis.FailClosed), mk(redis.FailOpen), mk(redis.FallBack)
 	now := at(epoch)
 	// Warm the connection and the script.
-	_, err = closed.AllowN(t.Context(), "warm", now, 1)
+	_, err := closed.AllowN(t.Context(), "warm", now, 1)
 	require.NoError(t, err)
 
 	_, err = redistest.Do(s.Addr(), "CLIENT", "PAUSE", "400", "ALL")
@@ -199,11 +240,7 @@ func TestTimeout(t *testing.T) {
 	require.NoError(t, err)
 	applied := rule.Limit - d.Remaining[0]
 	require.LessOrEqual(t, applied, rule.Limit)
-	t.Logf("calls that timed out and were applied by the server later: %d of 4", applied)
-
-	require.NoError(t, gc.Close())
-	require.Eventually(t, func() bool { return runtime.NumGoroutine() <= base+1 }, 5*time.Second, 20*time.Millisecond,
-		"goroutines: %d before, %d after closing the client", base, runtime.NumGoroutine())
+	t.Logf("%s: calls that timed out and were applied by the server later: %d of 4", kind, applied)
 }
 
 func counts(m map[redis.Source][]stamp) map[redis.Source]int {

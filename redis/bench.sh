@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# bench.sh: the Redis limiters against go-redis/redis_rate on a local
+# redis-server that the benchmarks start themselves (redis/internal/redistest),
+# printed as markdown tables ready for docs/.
+#
+#   ./bench.sh            3 interleaved runs of 5000 decisions per case
+#   RUNS=5 BENCHTIME=20000x ./bench.sh
+#   MEMORY=0 ./bench.sh   skip the memory per key at 100k keys
+#
+# Each run is one `go test -bench` process with its own server, so the
+# runs interleave the deciders instead of timing each one on its own.
+# Decisions per second are listed per run; the ratio is the median against
+# redis_rate's median at the same number of goroutines. The load average is
+# printed before and after: the numbers mean little on a busy machine.
+set -euo pipefail
+cd "$(dirname "$0")"
+
+runs=${RUNS:-3}
+benchtime=${BENCHTIME:-5000x}
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+
+echo "load before: $(uptime | sed 's/.*load average: //')"
+echo "redis-server: $(redis-server --version | awk '{print $3}'), $(go version | awk '{print $3}'), $(nproc) cores"
+for r in $(seq "$runs"); do
+	go test -run '^$' -bench 'BenchmarkDecide/' -benchtime="$benchtime" -count 1 . >"$out/run$r.txt"
+done
+echo "load after:  $(uptime | sed 's/.*load average: //')"
+echo
+
+cat "$out"/run*.txt | awk -v runs="$runs" '
+/^BenchmarkDecide\// {
+	split($1, a, "/"); name = a[2]; g = a[3]; sub(/-[0-9]+$/, "", g); sub(/^g=/, "", g)
+	k = name SUBSEP g
+	if (!(k in seen)) { seen[k] = 1; order[++n] = k }
+	for (i = 3; i < NF; i++) {
+		if ($(i+1) == "decisions/s") dps[k] = dps[k] " " $i
+		if ($(i+1) == "p50-µs") p50[k] = p50[k] " " $i
+		if ($(i+1) == "p99-µs") p99[k] = p99[k] " " $i
+		if ($(i+1) == "server-µs/decision") srv[k] = srv[k] " " $i
+		if ($(i+1) == "scripts/decision") scr[k] = scr[k] " " $i
+	}
+}
+function median(s,   v, m, i, j, t) {
+	m = split(s, v, " ")
+	for (i = 1; i <= m; i++) for (j = i + 1; j <= m; j++) if (v[j] + 0 < v[i] + 0) { t = v[i]; v[i] = v[j]; v[j] = t }
+	if (m % 2) return v[(m + 1) / 2]
+	return (v[m / 2] + v[m / 2 + 1]) / 2
+}
+function list(s,   v, m, i, o) {
+	m = split(s, v, " "); o = ""
+	for (i = 1; i <= m; i++) o = o (i > 1 ? " / " : "") sprintf("%d", v[i])
+	return o
+}
+END {
+	print "| decider | goroutines | decisions/s (each run) | median | vs redis_rate | p50 µs | p99 µs | scripts per decision | server µs per decision |"
+	print "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+	for (i = 1; i <= n; i++) {
+		k = order[i]; split(k, kg, SUBSEP)
+		ref = "redis_rate" SUBSEP kg[2]
+		ratio = (ref in dps) ? sprintf("%.2fx", median(dps[k]) / median(dps[ref])) : "-"
+		printf "| %s | %s | %s | %d | %s | %d | %d | %.3f | %.1f |\n", kg[1], kg[2], list(dps[k]), median(dps[k]), ratio, median(p50[k]), median(p99[k]), median(scr[k]), median(srv[k])
+	}
+}'
+
+if [[ ${MEMORY:-1} != 0 ]]; then
+	echo
+	go test -run '^$' -bench 'BenchmarkMemoryPerKey' -benchtime=1x -count 1 . >"$out/mem.txt"
+	echo "| decider | bytes per key at 100k keys (INFO memory used_memory) |"
+	echo "| --- | --- |"
+	awk '/^BenchmarkMemoryPerKey\// { split($1, a, "/"); sub(/-[0-9]+$/, "", a[2]); for (i = 3; i < NF; i++) if ($(i+1) == "bytes/key") printf "| %s | %d |\n", a[2], $i }' "$out/mem.txt"
+fi
