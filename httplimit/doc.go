@@ -25,8 +25,9 @@
 // A Middleware, the adapters, the key functions and ProxyResolver are safe
 // for concurrent use. The middleware holds no lock while a limiter decides
 // or while user code runs; with the adapters of this package, an admitted
-// request allocates nothing when the RateLimit fields are off and one small
-// value (the RateLimit field's) when they are on.
+// request allocates nothing when the RateLimit fields are off and, when they
+// are on, one small value (the RateLimit field's; two allocations if that
+// value is long, as with several rules with long names).
 //
 // docs/http.md describes the trust model for client addresses, the exact
 // bytes sent, the bound of All under concurrency, the failure policy, and
