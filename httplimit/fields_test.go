@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -129,6 +130,25 @@ func TestFieldsSeveralRules(t *testing.T) {
 	assert.Equal(t, []sfItem{
 		{"burst", map[string]int64{"r": 0, "t": 1}},
 		{"minute", map[string]int64{"r": 3, "t": 60}},
+	}, parseList(t, w.Header().Values("RateLimit")))
+}
+
+// Long policy names make a RateLimit value past the sizes packed in one
+// allocation: the bytes sent are the same, item by item.
+func TestFieldsLongNames(t *testing.T) {
+	m, err := multi.New(multi.Rule{Limit: 2, Window: time.Second}, multi.Rule{Limit: 5, Window: time.Minute}, multi.Rule{Limit: 9, Window: time.Hour})
+	require.NoError(t, err)
+	names := []string{strings.Repeat("a", 64), strings.Repeat("b", 64), strings.Repeat("c", 64)}
+	h, c := newMW(t, httplimit.Multi(m), httplimit.PolicyNames(names...))
+	w := get(h, c, 0)
+	require.Equal(t, 200, w.Code)
+	want := `"` + names[0] + `";r=1;t=1, "` + names[1] + `";r=4;t=60, "` + names[2] + `";r=8;t=3600`
+	require.Greater(t, len(want), 112)
+	assert.Equal(t, []string{want}, w.Header().Values("RateLimit"))
+	assert.Equal(t, []sfItem{
+		{names[0], map[string]int64{"r": 1, "t": 1}},
+		{names[1], map[string]int64{"r": 4, "t": 60}},
+		{names[2], map[string]int64{"r": 8, "t": 3600}},
 	}, parseList(t, w.Header().Values("RateLimit")))
 }
 
