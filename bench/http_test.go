@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -271,5 +272,13 @@ func benchHTTP(b *testing.B, im httpImpl, path string, addrs []string, seq []int
 	}
 	if bad > 0 {
 		b.Fatalf("%s: %d measured requests did not get %d (%s)", im.name, bad, want, strconv.Quote(path))
+	}
+	// Ours is measured with what it claims: the last response carries the
+	// RateLimit fields exactly when they are on.
+	if strings.HasPrefix(im.name, "slidelimit") {
+		on, policy := w.h.Get("RateLimit") != "", w.h.Get("RateLimit-Policy") != ""
+		if on != policy || on != (im.name == "slidelimit") {
+			b.Fatalf("%s: unexpected RateLimit fields on the last response: %v", im.name, w.h)
+		}
 	}
 }
