@@ -19,3 +19,13 @@ var (
 // ClockNow returns a new clock's reading function, as New installs it for
 // this package's adapters.
 func ClockNow() func() time.Time { return newClock().now }
+
+// RemoteAddrSlow is RemoteAddr through the general parser only, for
+// checking its fast path.
+func RemoteAddrSlow(s string) (string, error) {
+	a, text, err := peerIPSlow(s)
+	if err != nil {
+		return "", err
+	}
+	return addrKey(a, text, DefaultIPv6Prefix), nil
+}

@@ -54,8 +54,10 @@ func (k ipKey) key(r *http.Request) (string, error) {
 	var err error
 	if k.p != nil {
 		a, text, err = k.p.clientIP(r)
+	} else if _, host, ok := peerIPv4(r.RemoteAddr); ok {
+		return host, nil // plain dotted IPv4: addrKey would return host
 	} else {
-		a, text, err = peerIP(r.RemoteAddr)
+		a, text, err = peerIPSlow(r.RemoteAddr)
 	}
 	if err != nil {
 		return "", err

@@ -131,13 +131,20 @@ func TestPeerIPv4FastPath(t *testing.T) {
 	}
 }
 
-// checkPeerIP fails if peerIP and the general parser disagree on s.
+// checkPeerIP fails if peerIP, or RemoteAddr's key, and the general parser
+// disagree on s.
 func checkPeerIP(t *testing.T, s string) {
 	t.Helper()
 	a, text, err := httplimit.PeerIP(s)
 	b, textB, errB := httplimit.PeerIPSlow(s)
 	if a != b || text != textB || (err == nil) != (errB == nil) {
 		t.Fatalf("peerIP(%q) = %v, %q, %v; the general parser says %v, %q, %v", s, a, text, err, b, textB, errB)
+	}
+	r := &http.Request{RemoteAddr: s}
+	key, err := httplimit.RemoteAddr(r)
+	keyB, errB := httplimit.RemoteAddrSlow(s)
+	if key != keyB || (err == nil) != (errB == nil) {
+		t.Fatalf("RemoteAddr(%q) = %q, %v; through the general parser %q, %v", s, key, err, keyB, errB)
 	}
 }
 
