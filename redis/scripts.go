@@ -42,18 +42,22 @@ func newScript(src string) script {
 // that all arithmetic is exact (see the ranges in limiter.go).
 
 // logScript is the exact sliding log, for one key or several at once. Each
-// key holds a string of 8+6*cap bytes: a little-endian double, the key's
-// base instant (microseconds), then a ring of cap slots of 6 bytes, each a
+// key holds a string: a header, then a ring of cap slots of 6 bytes, each a
 // little-endian unsigned integer v: 0 for an empty slot, else
 // 2*(stamp-base+1) + lap, lap being the parity of the ring's pass that wrote
 // it. Stamps are written in non-decreasing order, from slot 0 round the ring.
+// The header is the key's base instant (microseconds, a little-endian
+// double) and, for a log longer than 8 KiB, the head (the next slot to
+// write, a double): 8+6*cap or 16+6*cap bytes.
 //
-// No head is stored (writing it would cost a write command per decision):
-// the slots written in the current pass, from slot 0, carry slot 0's lap and
-// the rest (the previous pass, or empty) do not, so the next slot to write is
-// the first one whose lap differs from slot 0's, found by a binary search, or
-// slot 0 again when every slot carries it (a new pass begins, with the other
-// lap).
+// A log of at most 8 KiB stores no head (writing it would cost a write
+// command per decision): the slots written in the current pass, from slot 0,
+// carry slot 0's lap and the rest (the previous pass, or empty) do not, so
+// the next slot to write is the first one whose lap differs from slot 0's,
+// found by a binary search in the string read whole, or slot 0 again when
+// every slot carries it (a new pass begins, with the other lap). A longer log
+// is read with GETRANGE, where that search would cost a command per probe, so
+// it keeps its head in the header (and ignores the laps).
 //
 // ARGV: now (-1: the server's TIME), n, dry ("1": decide, write nothing,
 // report the state before the call), then for each key in KEYS: cap (its
@@ -69,7 +73,8 @@ func newScript(src string) script {
 // every write. A log of at most 8 KiB is read with one GET, a longer one 6
 // bytes at a time with GETRANGE, so a decision reads O(rules * log(limit))
 // stamps whatever the limit. An admission writes the n new stamps in place
-// with SETRANGE (two pieces when the ring wraps) and, when the key's TTL is
+// with SETRANGE (two pieces when the ring wraps; and the head of a long log)
+// and, when the key's TTL is
 // below ttl, sets it to twice ttl (PTTL, PEXPIRE): every key outlives each
 // admission by at least ttl, with one write command per decision most of the
 // time. A new key is created whole with SET ... PX.
@@ -88,9 +93,11 @@ for i = 1, #KEYS do
   local key = KEYS[i]
   local cap = tonumber(ARGV[a])
   local nr = tonumber(ARGV[a + 2])
-  local size = 8 + 6 * cap
+  local hdr = 8
+  if 8 + 6 * cap > 8192 then hdr = 16 end
+  local size = hdr + 6 * cap
   local raw, len = nil, 0
-  if size <= 8192 then
+  if hdr == 8 then
     raw = redis.call('GET', key)
     if raw then len = #raw else raw = nil end
   else
@@ -99,17 +106,13 @@ for i = 1, #KEYS do
   if len ~= 0 and len ~= size then
     return redis.error_reply('ERR slidelimit: key ' .. key .. ' holds ' .. len .. ' bytes, not a log of capacity ' .. cap)
   end
-  local k = {key, cap, tonumber(ARGV[a + 1]), nr, a + 3, raw, len, 0, 0, 1}
-  if len ~= 0 then
-    local function slot(j)
-      if raw then return (struct.unpack('<I6', raw, 9 + 6 * j)) end
-      return (struct.unpack('<I6', redis.call('GETRANGE', key, 8 + 6 * j, 13 + 6 * j)))
-    end
-    if raw then
-      k[9] = struct.unpack('<d', raw)
-    else
-      k[9] = struct.unpack('<d', redis.call('GETRANGE', key, 0, 7))
-    end
+  local k = {key, cap, tonumber(ARGV[a + 1]), nr, a + 3, raw, len, 0, 0, 1, hdr}
+  if len ~= 0 and not raw then
+    k[9], k[8] = struct.unpack('<dd', redis.call('GETRANGE', key, 0, 15))
+    k[10] = 0
+  elseif len ~= 0 then
+    local function slot(j) return (struct.unpack('<I6', raw, 9 + 6 * j)) end
+    k[9] = struct.unpack('<d', raw)
     local lap = slot(0) % 2
     local lo, hi = 1, cap
     while lo < hi do
@@ -121,25 +124,25 @@ for i = 1, #KEYS do
     k[10] = lap
     if lo == cap then k[10] = 1 - lap end
   end
+  -- k[12](kk) is the kk-th newest stamp of the key, 0 if none.
+  local head, base, unpack = k[8], k[9], struct.unpack
+  k[12] = function(kk)
+    if len == 0 or kk > cap then return 0 end
+    local j = (head - kk) % cap
+    local v
+    if raw then
+      v = unpack('<I6', raw, 9 + 6 * j)
+    else
+      v = unpack('<I6', redis.call('GETRANGE', key, 16 + 6 * j, 21 + 6 * j))
+    end
+    if v == 0 then return 0 end
+    return base + math.floor(v / 2) - 1
+  end
   ks[i] = k
   a = a + 3 + 2 * nr
 end
--- stamp returns the kk-th newest stamp of key state k, 0 if none.
-local function stamp(k, kk)
-  local cap = k[2]
-  if k[7] == 0 or kk > cap then return 0 end
-  local i = (k[8] - kk) % cap
-  local v
-  if k[6] then
-    v = struct.unpack('<I6', k[6], 9 + 6 * i)
-  else
-    v = struct.unpack('<I6', redis.call('GETRANGE', k[1], 8 + 6 * i, 13 + 6 * i))
-  end
-  if v == 0 then return 0 end
-  return k[9] + math.floor(v / 2) - 1
-end
 for i = 1, #KEYS do
-  local last = stamp(ks[i], 1)
+  local last = ks[i][12](1)
   if now < last then now = last end
 end
 local ok = n >= 0
@@ -148,7 +151,7 @@ if n < 0 then ready = -1 end
 local out = {0, now, ready}
 for i = 1, #KEYS do
   local k = ks[i]
-  local cap = k[2]
+  local cap, stamp = k[2], k[12]
   for r = 0, k[4] - 1 do
     local l = tonumber(ARGV[k[5] + 2 * r])
     local w = tonumber(ARGV[k[5] + 2 * r + 1])
@@ -156,7 +159,7 @@ for i = 1, #KEYS do
       ok = false
       ready = -1
     elseif n > 0 then
-      local s = stamp(k, l - n + 1)
+      local s = stamp(l - n + 1)
       if s ~= 0 and s > now - w then
         ok = false
         if ready >= 0 and s + w > ready then ready = s + w end
@@ -165,7 +168,7 @@ for i = 1, #KEYS do
     local lo, hi = 0, math.min(l, cap)
     while lo < hi do
       local mid = math.floor((lo + hi + 1) / 2)
-      local s = stamp(k, mid)
+      local s = stamp(mid)
       if s ~= 0 and s > now - w then lo = mid else hi = mid - 1 end
     end
     out[#out + 1] = l - lo
@@ -176,16 +179,20 @@ if ok and n > 0 and not dry then
   for j = 4, #out do out[j] = out[j] - n end
   for i = 1, #KEYS do
     local k = ks[i]
-    local key, cap, ttl, head, base, lap = k[1], k[2], k[3], k[8], k[9], k[10]
+    local key, cap, ttl, head, base, lap, hdr = k[1], k[2], k[3], k[8], k[9], k[10], k[11]
+    local function header(b, h)
+      if hdr == 8 then return struct.pack('<d', b) end
+      return struct.pack('<dd', b, h)
+    end
     if k[7] == 0 then
       local body = string.rep(struct.pack('<I6', 3), n) .. string.rep('\0', 6 * (cap - n))
-      redis.call('SET', key, struct.pack('<d', now) .. body, 'PX', 2 * ttl)
+      redis.call('SET', key, header(now, n % cap) .. body, 'PX', 2 * ttl)
     elseif now - base > MAXOFF then
       local raw = k[6] or redis.call('GET', key)
       local nb = now - MAXW
       local slots = {}
       for j = 0, cap - 1 do
-        local v = struct.unpack('<I6', raw, 9 + 6 * j)
+        local v = struct.unpack('<I6', raw, hdr + 1 + 6 * j)
         if v ~= 0 then
           local s = base + math.floor(v / 2) - 1
           if s < nb then s = nb end
@@ -198,13 +205,16 @@ if ok and n > 0 and not dry then
       for j = head, head + first - 1 do slots[j + 1] = p end
       p = struct.pack('<I6', 2 * (now - nb + 1) + 1 - lap)
       for j = 0, n - first - 1 do slots[j + 1] = p end
-      redis.call('SET', key, struct.pack('<d', nb) .. table.concat(slots), 'PX', 2 * ttl)
+      redis.call('SET', key, header(nb, (head + n) % cap) .. table.concat(slots), 'PX', 2 * ttl)
     else
       local off = 2 * (now - base + 1)
       local first = math.min(n, cap - head)
-      redis.call('SETRANGE', key, 8 + 6 * head, string.rep(struct.pack('<I6', off + lap), first))
+      redis.call('SETRANGE', key, hdr + 6 * head, string.rep(struct.pack('<I6', off + lap), first))
       if n > first then
-        redis.call('SETRANGE', key, 8, string.rep(struct.pack('<I6', off + 1 - lap), n - first))
+        redis.call('SETRANGE', key, hdr, string.rep(struct.pack('<I6', off + 1 - lap), n - first))
+      end
+      if hdr == 16 then
+        redis.call('SETRANGE', key, 8, struct.pack('<d', (head + n) % cap))
       end
       if redis.call('PTTL', key) < ttl then
         redis.call('PEXPIRE', key, 2 * ttl)
