@@ -24,8 +24,8 @@ func BenchmarkMiddleware(b *testing.B) {
 			f    httplimit.Fields
 		}{{"on", httplimit.FieldsAlways}, {"off", httplimit.FieldsOff}} {
 			b.Run("path="+path+"/fields="+fields.name, func(b *testing.B) {
-				// About 10^7 per second: never reached.
-				limit, per := window.MaxLimit, 100*time.Millisecond
+				// About 10^8 per second: never reached.
+				limit, per := window.MaxLimit, 10*time.Millisecond
 				if path == "refuse" {
 					limit, per = 1, time.Hour
 				}
