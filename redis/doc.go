@@ -5,7 +5,9 @@
 // per call. It is its own module, so that users of the in-process
 // limiters never download a Redis client.
 //
-// Each decision is one Lua script call on one Redis key: one round trip,
+// Each decision is one Lua script call on one Redis key, or on several keys
+// at once with a Group (per user and per address, per client and global):
+// one round trip,
 // atomic on the server, whose reply carries everything an HTTP 429 needs
 // (admitted, the remaining cost per rule, and when the cost would fit). A
 // refused call writes nothing; CheckN asks the same question and records
@@ -17,18 +19,21 @@
 //
 // Time is the Redis server's clock (TIME) by default, so instances with
 // skewed clocks share one clock; AllowN also takes an instant from the
-// caller (replays, tests). Either way time is counted in whole
+// caller (replays, tests); WaitN waits on the server's clock until a cost
+// is admitted. Either way time is counted in whole
 // microseconds: instants are truncated to them, windows must be whole
 // microseconds, and two calls in the same microsecond are simultaneous.
 //
 // Keys. A user key becomes one Redis key, "<prefix>:log:{key}",
 // "<prefix>:win:{key}" or "<prefix>:bkt:{key}": the braces are a Redis
-// Cluster hash tag, so all the state of one decision lies in one slot and the
-// script touches only the key it was given. A key that itself contains braces gets a digest of itself as
-// its tag instead. Every key expires once it carries no information (after
-// its longest window, or two for NewWindow, or once its newest sub-window
-// has left every rule for NewBuckets), so Redis holds only the keys
-// active recently.
+// Cluster hash tag, so the state of one key lies in one slot and the script
+// touches only the keys it was given. A user key with a hash tag of its own
+// ("{tenant-7}user:42") keeps it, so that keys sharing a tag share a slot and
+// can be decided together by a Group; any other key with braces gets a digest
+// of itself as its tag. Every key expires once it carries no information
+// (within one to two of its longest window for NewLog, two windows for
+// NewWindow, once its newest sub-window has left every rule for NewBuckets),
+// so Redis holds only the keys active recently.
 //
 // Failures. Each decision has a timeout. When Redis fails or is late, the
 // Options.OnError policy decides: fail closed (an error and a refusal),

@@ -105,8 +105,9 @@ type Options struct {
 	FallbackMaxKeys int
 	// MinTTL is the least time a key lives after its last admission. By
 	// default a key expires once it carries no information on the
-	// server's clock: its longest window (NewLog) or twice that
-	// (NewWindow) after the admission. Instants given by the caller that
+	// server's clock: at least its longest window after the admission
+	// and at most twice that (NewLog), or until the end of the window
+	// after the current one (NewWindow). Instants given by the caller that
 	// advance more slowly than the server's clock (a replay, a test, a
 	// loaded machine replaying a log) need a longer TTL, or the key may
 	// expire while it still counts; set MinTTL above the real time such a
@@ -168,9 +169,10 @@ type Limiter struct {
 // NewLog returns an exact sliding-log limiter: for each rule, at most Limit
 // units of cost are admitted in every window (t-Window, t] of the instants
 // decided at, and for calls in time order every decision equals the naive
-// sliding log's. Each key is one Redis string of 8*(L+1) bytes, L the largest
-// limit; a decision reads O(rules + log L) 8-byte slices of it and writes
-// only the stamps it adds. Limits are in [1, MaxLogLimit].
+// sliding log's. Each key is one Redis string of 8+6*L bytes (16+6*L above
+// 8 KiB), at most 8*L+100 bytes in Redis, L the largest limit; a decision
+// reads O(rules * log L) 6-byte slots of it and writes only the stamps it
+// adds. Limits are in [1, MaxLogLimit], windows at most MaxLogWindow.
 func NewLog(c Client, opts Options, rules ...Rule) (*Limiter, error) {
 	return newLimiter(c, opts, rules, kindLog)
 }
