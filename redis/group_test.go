@@ -384,3 +384,111 @@ func TestOutsideGroupServerTime(t *testing.T) {
 		require.LessOrEqual(t, oracle.MaxInWindow(per[u], W), int64(userLimit), "user %d", u)
 	}
 }
+
+// clone returns a deep copy of the model.
+func (o *bucketOracle) clone() *bucketOracle {
+	c := &bucketOracle{rules: o.rules, last: o.last}
+	for _, m := range o.counts {
+		mc := make(map[int64]int, len(m))
+		for k, v := range m {
+			mc[k] = v
+		}
+		c.counts = append(c.counts, mc)
+	}
+	return c
+}
+
+// TestGroupBuckets: a group of NewBuckets limiters (a user and a global key
+// under one tag, mixed with single-key calls) decides every call as one
+// naive sub-window model per key, all or nothing, every key at one instant
+// (the latest of now and every key's latest admission).
+func TestGroupBuckets(t *testing.T) {
+	_, _, c := standalone(t)
+	uRules := []redis.Rule{{Limit: 4, Window: 10 * time.Millisecond, Precision: 2 * time.Millisecond}}
+	gRules := []redis.Rule{{Limit: 10, Window: 30 * time.Millisecond, Precision: 7 * time.Millisecond}, {Limit: 25, Window: 100 * time.Millisecond, Precision: 100 * time.Millisecond}}
+	mk := func(prefix string, rules []redis.Rule) *redis.Limiter {
+		l, err := redis.NewBuckets(c, testOptions(redis.Options{Prefix: prefix}), rules...)
+		require.NoError(t, err)
+		return l
+	}
+	u, gl := mk("bu", uRules), mk("bg", gRules)
+	g, err := redis.NewGroup(u, gl)
+	require.NoError(t, err)
+	models := map[string]*bucketOracle{}
+	model := func(key string, rules []redis.Rule) *bucketOracle {
+		if models[key] == nil {
+			models[key] = newBucketOracle(rules)
+		}
+		return models[key]
+	}
+	const seed = 20261124
+	t.Logf("seed %d", seed)
+	r := rand.New(rand.NewPCG(seed, 1))
+	tm := epoch
+	var admitted, refused int
+	for step := range 1200 {
+		if r.IntN(50) == 0 {
+			tm += 200_000
+		} else {
+			tm += r.Int64N(2500)
+		}
+		now := tm
+		if r.IntN(10) == 0 {
+			now -= r.Int64N(10_000)
+		}
+		n := 1
+		switch x := r.IntN(100); {
+		case x < 5:
+			n = 0
+		case x < 8:
+			n = 5
+		case x < 25:
+			n = 1 + r.IntN(3)
+		}
+		user := "{b}u" + strconv.Itoa(r.IntN(3))
+		mu, mg := model("u"+user, uRules), model("g", gRules)
+		if r.IntN(5) == 0 {
+			d, err := gl.AllowN(ctxT(t), "{b}all", at(now), n)
+			require.NoError(t, err)
+			ok, atUS, ready, rem := mg.allowN(now, n)
+			requireDecision(t, fmt.Sprintf("step %d: global alone (t=%d, n=%d)", step, now-epoch, n), d, ok, atUS, ready, rem)
+			continue
+		}
+		d, err := g.AllowN(ctxT(t), []string{user, "{b}all"}, at(now), n)
+		require.NoError(t, err)
+		at0 := max(now, mu.last, mg.last)
+		cu, cg := mu.clone(), mg.clone()
+		okU, _, readyU, remU := cu.allowN(at0, n)
+		okG, _, readyG, remG := cg.allowN(at0, n)
+		ok := okU && okG
+		ready := at0
+		switch {
+		case ok:
+		case readyU < 0 || readyG < 0:
+			ready = -1
+		default:
+			ready = max(readyU, readyG)
+		}
+		rem := append(remU, remG...)
+		if ok {
+			mu.allowN(at0, n)
+			mg.allowN(at0, n)
+			admitted++
+		} else {
+			rem = append(mu.remaining(at0), mg.remaining(at0)...) // the clones may have recorded
+			refused++
+		}
+		requireDecision(t, fmt.Sprintf("step %d: group (%s, t=%d, n=%d)", step, user, now-epoch, n), d, ok, at0, ready, rem)
+	}
+	require.Positive(t, admitted)
+	require.Positive(t, refused)
+}
+
+// remaining is the cost each rule would still admit at t.
+func (o *bucketOracle) remaining(t int64) []int {
+	var rem []int
+	for i, r := range o.rules {
+		rem = append(rem, max(r.Limit-o.used(i, t), 0))
+	}
+	return rem
+}
