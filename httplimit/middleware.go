@@ -37,7 +37,8 @@ type Middleware struct {
 	// nothing in net/http writes into a header value's slice: Header.Set
 	// and direct assignment replace it, Header.Del removes it, and
 	// Header.Add appends, which copies a slice of capacity 1 instead of
-	// writing after its element.
+	// writing after its element. (Only code that assigns to the element
+	// itself, h["Ratelimit-Policy"][0] = v, would change it everywhere.)
 	policy []string
 
 	key      KeyFunc
