@@ -42,22 +42,21 @@ func newScript(src string) script {
 // that all arithmetic is exact (see the ranges in limiter.go).
 
 // logScript is the exact sliding log, for one key or several at once. Each
-// key holds a string: a header, then a ring of cap slots of 6 bytes, each a
+// key holds a string: a header, then a ring of 6-byte slots, each a
 // little-endian unsigned integer v: 0 for an empty slot, else
-// 2*(stamp-base+1) + lap, lap being the parity of the ring's pass that wrote
-// it. Stamps are written in non-decreasing order, from slot 0 round the ring.
-// The header is the key's base instant (microseconds, a little-endian
-// double) and, for a log longer than 8 KiB, the head (the next slot to
-// write, a double): 8+6*cap or 16+6*cap bytes.
+// 2^47 + (stamp - base) + 1, whose top bit is set. Stamps are written in
+// non-decreasing order, from slot 0 round the ring. The header is the key's
+// base instant (microseconds, a little-endian double).
 //
-// A log of at most 8 KiB stores no head (writing it would cost a write
-// command per decision): the slots written in the current pass, from slot 0,
-// carry slot 0's lap and the rest (the previous pass, or empty) do not, so
-// the next slot to write is the first one whose lap differs from slot 0's,
-// found by a binary search in the string read whole, or slot 0 again when
-// every slot carries it (a new pass begins, with the other lap). A longer log
-// is read with GETRANGE, where that search would cost a command per probe, so
-// it keeps its head in the header (and ignores the laps).
+// A log of at most 8 KiB has cap+1 slots and stores no head (writing it
+// would cost a write command per decision): the slot after the newest stamp
+// is kept empty, and it is the only empty slot once the ring has wrapped
+// (the first one before), so the head is where string.find first meets six
+// zero bytes. No run of six zero bytes can straddle two written slots, since
+// the last byte of each has its top bit set, so that match is always a whole
+// slot. A longer log is read with GETRANGE, where a search would cost a
+// command per probe, so it has cap slots and keeps its head (the next slot to
+// write, a double) in the header: 8+6*(cap+1) or 16+6*cap bytes.
 //
 // ARGV: now (-1: the server's TIME), n, dry ("1": decide, write nothing,
 // report the state before the call), then for each key in KEYS: cap (its
@@ -73,11 +72,11 @@ func newScript(src string) script {
 // every write. A log of at most 8 KiB is read with one GET, a longer one 6
 // bytes at a time with GETRANGE, so a decision reads O(rules * log(limit))
 // stamps whatever the limit. An admission writes the n new stamps in place
-// with SETRANGE (two pieces when the ring wraps; and the head of a long log)
-// and, when the key's TTL is
-// below ttl, sets it to twice ttl (PTTL, PEXPIRE): every key outlives each
-// admission by at least ttl, with one write command per decision most of the
-// time. A new key is created whole with SET ... PX.
+// with SETRANGE (and the empty slot after them; two pieces when the ring
+// wraps; and the head of a long log) and, when the key's TTL is below ttl,
+// sets it to twice ttl (PTTL, PEXPIRE): every key outlives each admission by
+// at least ttl, with one write command per decision most of the time. A new
+// key is created whole with SET ... PX.
 //
 // Offsets are below 2^47-1, so a key whose base is more than that before t
 // is re-based first: the new base is t - 2^46 (the longest window), every
@@ -87,15 +86,17 @@ func newScript(src string) script {
 // only to a key admitted without a long pause for 4.5 years.
 var logScript = newScript(luaArgs + luaServerTime + `local MAXOFF = 140737488355326
 local MAXW = 70368744177664
+local TOP = 140737488355328
+local Z = '\0\0\0\0\0\0'
 local ks = {}
 local a = 4
 for i = 1, #KEYS do
   local key = KEYS[i]
   local cap = tonumber(ARGV[a])
   local nr = tonumber(ARGV[a + 2])
-  local hdr = 8
-  if 8 + 6 * cap > 8192 then hdr = 16 end
-  local size = hdr + 6 * cap
+  local hdr, R = 8, cap + 1
+  if 8 + 6 * R > 8192 then hdr, R = 16, cap end
+  local size = hdr + 6 * R
   local raw, len = nil, 0
   if hdr == 8 then
     raw = redis.call('GET', key)
@@ -106,29 +107,22 @@ for i = 1, #KEYS do
   if len ~= 0 and len ~= size then
     return redis.error_reply('ERR slidelimit: key ' .. key .. ' holds ' .. len .. ' bytes, not a log of capacity ' .. cap)
   end
-  local k = {key, cap, tonumber(ARGV[a + 1]), nr, a + 3, raw, len, 0, 0, 1, hdr}
-  if len ~= 0 and not raw then
-    k[9], k[8] = struct.unpack('<dd', redis.call('GETRANGE', key, 0, 15))
-    k[10] = 0
-  elseif len ~= 0 then
-    local function slot(j) return (struct.unpack('<I6', raw, 9 + 6 * j)) end
-    k[9] = struct.unpack('<d', raw)
-    local lap = slot(0) % 2
-    local lo, hi = 1, cap
-    while lo < hi do
-      local mid = math.floor((lo + hi) / 2)
-      local v = slot(mid)
-      if v ~= 0 and v % 2 == lap then lo = mid + 1 else hi = mid end
+  local head, base = 0, 0
+  if raw then
+    base = struct.unpack('<d', raw)
+    local f = string.find(raw, Z, 9, true)
+    if not f or (f - 9) % 6 ~= 0 then
+      return redis.error_reply('ERR slidelimit: key ' .. key .. ' holds a log without its empty slot')
     end
-    k[8] = lo % cap
-    k[10] = lap
-    if lo == cap then k[10] = 1 - lap end
+    head = (f - 9) / 6
+  elseif len ~= 0 then
+    base, head = struct.unpack('<dd', redis.call('GETRANGE', key, 0, 15))
   end
-  -- k[12](kk) is the kk-th newest stamp of the key, 0 if none.
-  local head, base, unpack = k[8], k[9], struct.unpack
-  k[12] = function(kk)
+  -- stamp(kk) is the kk-th newest stamp of the key, 0 if none.
+  local unpack = struct.unpack
+  local function stamp(kk)
     if len == 0 or kk > cap then return 0 end
-    local j = (head - kk) % cap
+    local j = (head - kk) % R
     local v
     if raw then
       v = unpack('<I6', raw, 9 + 6 * j)
@@ -136,9 +130,9 @@ for i = 1, #KEYS do
       v = unpack('<I6', redis.call('GETRANGE', key, 16 + 6 * j, 21 + 6 * j))
     end
     if v == 0 then return 0 end
-    return base + math.floor(v / 2) - 1
+    return base + v - TOP - 1
   end
-  ks[i] = k
+  ks[i] = {key, cap, tonumber(ARGV[a + 1]), nr, a + 3, raw, len, head, base, R, hdr, stamp}
   a = a + 3 + 2 * nr
 end
 for i = 1, #KEYS do
@@ -179,42 +173,44 @@ if ok and n > 0 and not dry then
   for j = 4, #out do out[j] = out[j] - n end
   for i = 1, #KEYS do
     local k = ks[i]
-    local key, cap, ttl, head, base, lap, hdr = k[1], k[2], k[3], k[8], k[9], k[10], k[11]
+    local key, ttl, head, base, R, hdr = k[1], k[3], k[8], k[9], k[10], k[11]
     local function header(b, h)
       if hdr == 8 then return struct.pack('<d', b) end
       return struct.pack('<dd', b, h)
     end
     if k[7] == 0 then
-      local body = string.rep(struct.pack('<I6', 3), n) .. string.rep('\0', 6 * (cap - n))
-      redis.call('SET', key, header(now, n % cap) .. body, 'PX', 2 * ttl)
+      local body = string.rep(struct.pack('<I6', TOP + 1), n) .. string.rep('\0', 6 * (R - n))
+      redis.call('SET', key, header(now, n % R) .. body, 'PX', 2 * ttl)
     elseif now - base > MAXOFF then
       local raw = k[6] or redis.call('GET', key)
       local nb = now - MAXW
       local slots = {}
-      for j = 0, cap - 1 do
+      for j = 0, R - 1 do
         local v = struct.unpack('<I6', raw, hdr + 1 + 6 * j)
         if v ~= 0 then
-          local s = base + math.floor(v / 2) - 1
+          local s = base + v - TOP - 1
           if s < nb then s = nb end
-          v = 2 * (s - nb + 1) + v % 2
+          v = TOP + s - nb + 1
         end
         slots[j + 1] = struct.pack('<I6', v)
       end
-      local first = math.min(n, cap - head)
-      local p = struct.pack('<I6', 2 * (now - nb + 1) + lap)
-      for j = head, head + first - 1 do slots[j + 1] = p end
-      p = struct.pack('<I6', 2 * (now - nb + 1) + 1 - lap)
-      for j = 0, n - first - 1 do slots[j + 1] = p end
-      redis.call('SET', key, header(nb, (head + n) % cap) .. table.concat(slots), 'PX', 2 * ttl)
+      local p = struct.pack('<I6', TOP + now - nb + 1)
+      for j = head, head + n - 1 do slots[j % R + 1] = p end
+      if hdr == 8 then slots[(head + n) % R + 1] = Z end
+      redis.call('SET', key, header(nb, (head + n) % R) .. table.concat(slots), 'PX', 2 * ttl)
     else
-      local off = 2 * (now - base + 1)
-      local first = math.min(n, cap - head)
-      redis.call('SETRANGE', key, hdr + 6 * head, string.rep(struct.pack('<I6', off + lap), first))
-      if n > first then
-        redis.call('SETRANGE', key, hdr, string.rep(struct.pack('<I6', off + 1 - lap), n - first))
+      local s = string.rep(struct.pack('<I6', TOP + now - base + 1), n)
+      if hdr == 8 then s = s .. Z end
+      local m = #s / 6
+      local first = math.min(m, R - head)
+      if first == m then
+        redis.call('SETRANGE', key, hdr + 6 * head, s)
+      else
+        redis.call('SETRANGE', key, hdr + 6 * head, string.sub(s, 1, 6 * first))
+        redis.call('SETRANGE', key, hdr, string.sub(s, 6 * first + 1))
       end
       if hdr == 16 then
-        redis.call('SETRANGE', key, 8, struct.pack('<d', (head + n) % cap))
+        redis.call('SETRANGE', key, 8, struct.pack('<d', (head + n) % R))
       end
       if redis.call('PTTL', key) < ttl then
         redis.call('PEXPIRE', key, 2 * ttl)
