@@ -24,7 +24,6 @@ import (
 	"github.com/slidelimit/slidelimit/bench/stores"
 	"github.com/slidelimit/slidelimit/httplimit"
 	"github.com/slidelimit/slidelimit/keyed"
-	"github.com/slidelimit/slidelimit/ring"
 	"github.com/slidelimit/slidelimit/window"
 )
 
@@ -66,13 +65,13 @@ const (
 
 func ourMiddleware(path string, fields httplimit.Fields, next http.Handler) http.Handler {
 	var l httplimit.Limiter
+	// One two-counter window per client (keyed.Window), the store for many
+	// clients.
 	switch path {
 	case "admit":
-		k := mustNew(keyed.New[string](func() (*window.Limiter, error) { return window.New(httpAdmitLimit, httpAdmitWindow) }))
-		l = httplimit.Keyed(k, httplimit.Rule{Limit: httpAdmitLimit, Window: httpAdmitWindow})
+		l = httplimit.KeyedWindow(mustNew(keyed.NewWindow[string](httpAdmitLimit, httpAdmitWindow)))
 	default:
-		k := mustNew(keyed.New[string](func() (*ring.Limiter, error) { return ring.New(1, time.Hour) }))
-		l = httplimit.Keyed(k, httplimit.Rule{Limit: 1, Window: time.Hour})
+		l = httplimit.KeyedWindow(mustNew(keyed.NewWindow[string](1, time.Hour)))
 	}
 	return mustNew(httplimit.New(l, httplimit.SendFields(fields))).Handler(next)
 }

@@ -151,3 +151,22 @@ func ExampleCost() {
 	// 600 KiB: 429 "60" "too many requests\n"
 	// 2048 KiB: 429 "" "request cost exceeds the rate limit: it can never be admitted\n"
 }
+
+// One two-counter window per client address, kept inline in a keyed.Window:
+// about 60 bytes per client whatever the limit, for services with many
+// clients. The policy is the Window's own.
+func ExampleKeyedWindow() {
+	perClient, err := keyed.NewWindow[string](100, time.Minute, keyed.MaxKeys(1_000_000))
+	if err != nil {
+		panic(err)
+	}
+	m, err := httplimit.New(httplimit.KeyedWindow(perClient))
+	if err != nil {
+		panic(err)
+	}
+	h := m.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	w := w0(h, "192.0.2.1:51234")
+	fmt.Println(w.Code, w.Header().Get("RateLimit-Policy"))
+	// Output:
+	// 200 "100-per-1m";q=100;w=60
+}

@@ -218,6 +218,7 @@ func TestNewRejects(t *testing.T) {
 		{"nil ring", httplimit.Ring(nil), nil, "no rules"},
 		{"nil multi", httplimit.Multi(nil), nil, "no rules"},
 		{"nil keyed", httplimit.Keyed[*ring.Limiter](nil, httplimit.Rule{Limit: 1, Window: 1}), nil, "no rules"},
+		{"nil keyed window", httplimit.KeyedWindow(nil), nil, "no rules"},
 		{"too many rules", fixed{rules: make([]httplimit.Rule, 9)}, nil, "9 rules"},
 		{"bad rule", fixed{rules: []httplimit.Rule{{Limit: 0, Window: time.Second}}}, nil, "rule 0"},
 		{"names count", r, []httplimit.Option{httplimit.PolicyNames("a", "b")}, "2 names for 1 rules"},

@@ -27,9 +27,34 @@ import (
 // A nil k, or no rules, gives a Limiter that New rejects.
 func Keyed[L keyed.PerKey](k *keyed.Limiter[string, L], rules ...Rule) Limiter {
 	if k == nil || len(rules) == 0 {
-		return &perKey[L]{}
+		return &perKey[*keyed.Limiter[string, L]]{}
 	}
-	p := &perKey[L]{k: k, rules: append([]Rule(nil), rules...)}
+	return newPerKey(k, rules)
+}
+
+// KeyedWindow adapts a keyed.Window: each request is decided by its key's
+// two-counter window. The policy is the Window's own, one rule of
+// w.Limit() per w.Window(). Decisions map the Window's answers as Keyed
+// maps a keyed.Limiter's (a Window's creations cannot fail, so it returns
+// no error), and Reset is exact.
+//
+// A nil w gives a Limiter that New rejects.
+func KeyedWindow(w *keyed.Window[string]) Limiter {
+	if w == nil {
+		return &perKey[*keyed.Window[string]]{}
+	}
+	return newPerKey(w, []Rule{{Limit: w.Limit(), Window: w.Window()}})
+}
+
+// keyedStore is what the adapter needs of a keyed.Limiter or keyed.Window.
+type keyedStore interface {
+	Decide(key string, now time.Time, n int) (bool, error)
+	TokensAt(key string, now time.Time) int
+	ReadyAt(key string, now time.Time, n int) (time.Time, bool)
+}
+
+func newPerKey[S keyedStore](k S, rules []Rule) *perKey[S] {
+	p := &perKey[S]{k: k, rules: append([]Rule(nil), rules...)}
 	p.limit = rules[0].Limit
 	for _, r := range rules {
 		p.limit = min(p.limit, r.Limit)
@@ -37,15 +62,15 @@ func Keyed[L keyed.PerKey](k *keyed.Limiter[string, L], rules ...Rule) Limiter {
 	return p
 }
 
-type perKey[L keyed.PerKey] struct {
-	k     *keyed.Limiter[string, L]
+type perKey[S keyedStore] struct {
+	k     S
 	rules []Rule
 	limit int // the smallest limit of the rules
 }
 
-func (p *perKey[L]) Rules() []Rule { return p.rules }
+func (p *perKey[S]) Rules() []Rule { return p.rules }
 
-func (p *perKey[L]) Decide(_ context.Context, key string, now time.Time, cost int) (Decision, error) {
+func (p *perKey[S]) Decide(_ context.Context, key string, now time.Time, cost int) (Decision, error) {
 	var d Decision
 	if err := p.decide(&d, key, now, cost, true); err != nil {
 		return Decision{}, err
@@ -53,7 +78,7 @@ func (p *perKey[L]) Decide(_ context.Context, key string, now time.Time, cost in
 	return d, nil
 }
 
-func (p *perKey[L]) serve(m *Middleware, w http.ResponseWriter, r *http.Request, next http.Handler, key string, now time.Time, cost int) {
+func (p *perKey[S]) serve(m *Middleware, w http.ResponseWriter, r *http.Request, next http.Handler, key string, now time.Time, cost int) {
 	var d Decision
 	err := p.decide(&d, key, now, cost, m.quotaOnAdmit())
 	m.respond(w, r, next, key, now, &d, err)
@@ -61,7 +86,7 @@ func (p *perKey[L]) serve(m *Middleware, w http.ResponseWriter, r *http.Request,
 
 // decide decides into d, a zero Decision, with the quota if quota is true or
 // cost was not admitted. On an error, d is meaningless.
-func (p *perKey[L]) decide(d *Decision, key string, now time.Time, cost int, quota bool) error {
+func (p *perKey[S]) decide(d *Decision, key string, now time.Time, cost int, quota bool) error {
 	ok, err := p.k.Decide(key, now, cost)
 	switch {
 	case ok:
@@ -86,7 +111,7 @@ func (p *perKey[L]) decide(d *Decision, key string, now time.Time, cost int, quo
 	return nil
 }
 
-func (p *perKey[L]) Check(_ context.Context, key string, now time.Time, cost int) (Decision, error) {
+func (p *perKey[S]) Check(_ context.Context, key string, now time.Time, cost int) (Decision, error) {
 	var d Decision
 	switch at, ok := p.k.ReadyAt(key, now, cost); {
 	case ok && !at.After(now):
@@ -102,7 +127,7 @@ func (p *perKey[L]) Check(_ context.Context, key string, now time.Time, cost int
 	return d, nil
 }
 
-func (p *perKey[L]) quota(d *Decision, key string, now time.Time) {
+func (p *perKey[S]) quota(d *Decision, key string, now time.Time) {
 	rem := p.k.TokensAt(key, now)
 	n := min(len(p.rules), MaxRules)
 	d.NumQuota = n

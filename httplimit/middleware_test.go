@@ -248,6 +248,8 @@ func TestAllocations(t *testing.T) {
 		{"ring, fields on", httplimit.Ring(mustRing(t, 1_000_000, time.Hour)), httplimit.FieldsAlways, 1},
 		{"keyed, fields on", httplimit.Keyed(k, httplimit.Rule{Limit: 1_000_000, Window: time.Hour}), httplimit.FieldsAlways, 1},
 		{"keyed, fields off", httplimit.Keyed(k, httplimit.Rule{Limit: 1_000_000, Window: time.Hour}), httplimit.FieldsOff, 0},
+		{"keyed window, fields on", httplimit.KeyedWindow(mustKeyedWindow(t, 1_000_000, time.Hour)), httplimit.FieldsAlways, 1},
+		{"keyed window, fields off", httplimit.KeyedWindow(mustKeyedWindow(t, 1_000_000, time.Hour)), httplimit.FieldsOff, 0},
 		// Retry-After values allocate nothing after their first use.
 		{"refusals, fields off", httplimit.Ring(mustRing(t, 1, time.Hour)), httplimit.FieldsOff, 0},
 		{"refusals, fields on", httplimit.Ring(mustRing(t, 1, time.Hour)), httplimit.FieldsAlways, 1},
