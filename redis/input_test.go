@@ -202,3 +202,54 @@ func TestRulesCopy(t *testing.T) {
 	require.NoError(t, d.Err)
 	require.Equal(t, []int{3, 0}, d.Remaining)
 }
+
+// TestForeignValue: a Redis key that holds something else than the
+// limiter's state (another limiter's, of another size, or a log whose empty
+// slot is gone) makes the decision an error naming the key; it is not
+// overwritten, and a group that contains it writes to none of its keys.
+func TestForeignValue(t *testing.T) {
+	s, gc, c := standalone(t)
+	lg := mustLog(t, c, redis.Options{Prefix: "fv"}, redis.Rule{Limit: 3, Window: time.Hour})
+	win := mustWindow(t, c, redis.Options{Prefix: "fv"}, redis.Rule{Limit: 3, Window: time.Hour})
+	bkt, err := redis.NewBuckets(c, testOptions(redis.Options{Prefix: "fv"}), redis.Rule{Limit: 3, Window: time.Hour, Precision: time.Minute})
+	require.NoError(t, err)
+	full := strings.Repeat("\xff", 8+6*4) // a log's size, no empty slot
+	for _, tc := range []struct {
+		l     *redis.Limiter
+		value string
+		want  string
+	}{
+		{lg, "short", "holds 5 bytes, not a log of capacity 3"},
+		{lg, full, "holds a log without its empty slot"},
+		{win, "short", "holds 5 bytes, not a window of 1 rules"},
+		{bkt, "short", "holds 5 bytes, not 968 bytes of counters"},
+	} {
+		rk, err := redis.RedisKey(tc.l, "k")
+		require.NoError(t, err)
+		require.NoError(t, gc.Set(t.Context(), rk, tc.value, 0).Err())
+		_, err = tc.l.AllowN(t.Context(), "k", at(epoch), 1)
+		require.ErrorContains(t, err, tc.want)
+		require.ErrorContains(t, err, rk)
+		got, err := gc.Get(t.Context(), rk).Result()
+		require.NoError(t, err)
+		require.Equal(t, tc.value, got, "the foreign value was overwritten")
+	}
+	other := mustLog(t, c, redis.Options{Prefix: "fv2"}, redis.Rule{Limit: 3, Window: time.Hour})
+	g, err := redis.NewGroup(other, lg)
+	require.NoError(t, err)
+	rk, err := redis.RedisKey(lg, "{t}k")
+	require.NoError(t, err)
+	require.NoError(t, gc.Set(t.Context(), rk, full, 0).Err())
+	_, err = g.AllowN(t.Context(), []string{"{t}a", "{t}k"}, at(epoch), 1)
+	require.ErrorContains(t, err, "without its empty slot")
+	n, err := redistest.Do(s.Addr(), "EXISTS", mustKey(t, other, "{t}a"))
+	require.NoError(t, err)
+	require.Equal(t, "0", n, "the group wrote its other key")
+}
+
+func mustKey(t *testing.T, l *redis.Limiter, key string) string {
+	t.Helper()
+	rk, err := redis.RedisKey(l, key)
+	require.NoError(t, err)
+	return rk
+}
