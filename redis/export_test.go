@@ -43,3 +43,6 @@ func GroupWaitNSim(ctx context.Context, g *Group, keys []string, n int, c *SimCl
 		return g.AllowN(ctx, keys, now, n)
 	})
 }
+
+// KeySlot exposes the cluster hash slot the client computes for a Redis key.
+func KeySlot(key string) int { return keySlot(key) }

@@ -204,8 +204,21 @@ func TestGroupMatchesOracle(t *testing.T) {
 // refused before anything is sent.
 func TestGroupCluster(t *testing.T) {
 	cl := redistest.StartCluster(t)
-	_, c := clusterClient(t, cl)
+	gc, c := clusterClient(t, cl)
 	t.Run("log", func(t *testing.T) { replayGroup(t, c, true) })
+	t.Run("slots", func(t *testing.T) {
+		// The slot the group checks is the one the cluster uses.
+		keys := []string{"123456789", "{user1000}.following", "{user1000}.followers", "foo{}{bar}", "foo{{bar}}zap", "foo{bar}{zap}", "{", "}{x}", "a{b}c"}
+		for i := range 200 {
+			keys = append(keys, "k"+strconv.Itoa(i), "{t"+strconv.Itoa(i%7)+"}k"+strconv.Itoa(i))
+		}
+		for _, k := range keys {
+			want, err := gc.ClusterKeySlot(t.Context(), k).Result()
+			require.NoError(t, err)
+			require.Equal(t, int(want), redis.KeySlot(k), "key %q", k)
+		}
+		require.Equal(t, 12739, redis.KeySlot("123456789"), "CRC16/XMODEM check value 0x31C3")
+	})
 	t.Run("cross-slot", func(t *testing.T) {
 		count := func() int {
 			total := 0
