@@ -118,52 +118,59 @@ for i = 1, #KEYS do
   elseif len ~= 0 then
     base, head = struct.unpack('<dd', redis.call('GETRANGE', key, 0, 15))
   end
-  -- stamp(kk) is the kk-th newest stamp of the key, 0 if none.
+  -- slot(kk) is the slot of the kk-th newest stamp of the key: 0 if none,
+  -- else its stamp is base + slot(kk) - TOP - 1.
   local unpack = struct.unpack
-  local function stamp(kk)
+  local function slot(kk)
     if len == 0 or kk > cap then return 0 end
     local j = (head - kk) % R
-    local v
-    if raw then
-      v = unpack('<I6', raw, 9 + 6 * j)
-    else
-      v = unpack('<I6', redis.call('GETRANGE', key, 16 + 6 * j, 21 + 6 * j))
-    end
-    if v == 0 then return 0 end
-    return base + v - TOP - 1
+    if raw then return (unpack('<I6', raw, 9 + 6 * j)) end
+    return (unpack('<I6', redis.call('GETRANGE', key, 16 + 6 * j, 21 + 6 * j)))
   end
-  ks[i] = {key, cap, tonumber(ARGV[a + 1]), nr, a + 3, raw, len, head, base, R, hdr, stamp}
+  ks[i] = {key, cap, tonumber(ARGV[a + 1]), nr, a + 3, raw, len, head, base, R, hdr, slot}
   a = a + 3 + 2 * nr
 end
 for i = 1, #KEYS do
-  local last = ks[i][12](1)
-  if now < last then now = last end
+  local v = ks[i][12](1)
+  if v ~= 0 and now < ks[i][9] + v - TOP - 1 then now = ks[i][9] + v - TOP - 1 end
 end
 local ok = n >= 0
 local ready = now
 if n < 0 then ready = -1 end
 local out = {0, now, ready}
+-- A stamp lies in (now-w, now] iff its slot exceeds lim = now-w-base+TOP+1
+-- (stamps are at most now; an empty slot, 0, never does: now >= base).
+local unpack = struct.unpack
 for i = 1, #KEYS do
   local k = ks[i]
-  local cap, stamp = k[2], k[12]
+  local cap, raw, head, base, R, slot = k[2], k[6], k[8], k[9], k[10], k[12]
   for r = 0, k[4] - 1 do
     local l = tonumber(ARGV[k[5] + 2 * r])
     local w = tonumber(ARGV[k[5] + 2 * r + 1])
+    local lim = now - w - base + TOP + 1
     if n > l then
       ok = false
       ready = -1
     elseif n > 0 then
-      local s = stamp(l - n + 1)
-      if s ~= 0 and s > now - w then
+      local v = slot(l - n + 1)
+      if v > lim then
         ok = false
+        local s = base + v - TOP - 1
         if ready >= 0 and s + w > ready then ready = s + w end
       end
     end
     local lo, hi = 0, math.min(l, cap)
+    if k[7] == 0 then
+      hi = 0
+    elseif raw then
+      while lo < hi do
+        local mid = math.floor((lo + hi + 1) / 2)
+        if unpack('<I6', raw, 9 + 6 * ((head - mid) % R)) > lim then lo = mid else hi = mid - 1 end
+      end
+    end
     while lo < hi do
       local mid = math.floor((lo + hi + 1) / 2)
-      local s = stamp(mid)
-      if s ~= 0 and s > now - w then lo = mid else hi = mid - 1 end
+      if slot(mid) > lim then lo = mid else hi = mid - 1 end
     end
     out[#out + 1] = l - lo
   end
