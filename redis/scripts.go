@@ -120,19 +120,23 @@ for i = 1, #KEYS do
   end
   -- slot(kk) is the slot of the kk-th newest stamp of the key: 0 if none,
   -- else its stamp is base + slot(kk) - TOP - 1.
-  local unpack = struct.unpack
-  local function slot(kk)
-    if len == 0 or kk > cap then return 0 end
-    local j = (head - kk) % R
-    if raw then return (unpack('<I6', raw, 9 + 6 * j)) end
-    return (unpack('<I6', redis.call('GETRANGE', key, 16 + 6 * j, 21 + 6 * j)))
+  local slot
+  if raw then
+    slot = function(kk)
+      if kk > cap then return 0 end
+      return (struct.unpack('<I6', raw, 9 + 6 * ((head - kk) % R)))
+    end
+  else
+    slot = function(kk)
+      if len == 0 or kk > cap then return 0 end
+      local j = (head - kk) % R
+      return (struct.unpack('<I6', redis.call('GETRANGE', key, 16 + 6 * j, 21 + 6 * j)))
+    end
   end
+  local v = slot(1)
+  if v ~= 0 and now < base + v - TOP - 1 then now = base + v - TOP - 1 end
   ks[i] = {key, cap, tonumber(ARGV[a + 1]), nr, a + 3, raw, len, head, base, R, hdr, slot}
   a = a + 3 + 2 * nr
-end
-for i = 1, #KEYS do
-  local v = ks[i][12](1)
-  if v ~= 0 and now < ks[i][9] + v - TOP - 1 then now = ks[i][9] + v - TOP - 1 end
 end
 local ok = n >= 0
 local ready = now
@@ -176,18 +180,19 @@ for i = 1, #KEYS do
   end
 end
 out[3] = ready
+-- header is the header of a new or re-based key.
+local function header(hdr, b, h)
+  if hdr == 8 then return struct.pack('<d', b) end
+  return struct.pack('<dd', b, h)
+end
 if ok and n > 0 and not dry then
   for j = 4, #out do out[j] = out[j] - n end
   for i = 1, #KEYS do
     local k = ks[i]
     local key, ttl, head, base, R, hdr = k[1], k[3], k[8], k[9], k[10], k[11]
-    local function header(b, h)
-      if hdr == 8 then return struct.pack('<d', b) end
-      return struct.pack('<dd', b, h)
-    end
     if k[7] == 0 then
       local body = string.rep(struct.pack('<I6', TOP + 1), n) .. string.rep('\0', 6 * (R - n))
-      redis.call('SET', key, header(now, n % R) .. body, 'PX', 2 * ttl)
+      redis.call('SET', key, header(hdr, now, n % R) .. body, 'PX', 2 * ttl)
     elseif now - base > MAXOFF then
       local raw = k[6] or redis.call('GET', key)
       local nb = now - MAXW
@@ -204,7 +209,7 @@ if ok and n > 0 and not dry then
       local p = struct.pack('<I6', TOP + now - nb + 1)
       for j = head, head + n - 1 do slots[j % R + 1] = p end
       if hdr == 8 then slots[(head + n) % R + 1] = Z end
-      redis.call('SET', key, header(nb, (head + n) % R) .. table.concat(slots), 'PX', 2 * ttl)
+      redis.call('SET', key, header(hdr, nb, (head + n) % R) .. table.concat(slots), 'PX', 2 * ttl)
     else
       local s = string.rep(struct.pack('<I6', TOP + now - base + 1), n)
       if hdr == 8 then s = s .. Z end
