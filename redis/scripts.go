@@ -247,7 +247,10 @@ return out
 // el = t - ws the time into the window in effect at t, it admits n iff
 // prev*(w-el) + (curr+n)*w <= limit*w. The products reach 2^76, beyond a
 // double's exact range, so they are computed as two 26-bit limbs (mul);
-// limits are below 2^26 and windows below 2^50 microseconds. A cost of 0 is
+// limits are below 2^26 and windows below 2^50 microseconds. A product that
+// a double computes below 2^53 is exact (the exact one is an integer, and
+// one at or above 2^53 cannot round below it), so that case skips the limbs.
+// A cost of 0 is
 // admitted whatever the estimate, even one above the limit (prev weighs in).
 var windowScript = newScript(luaArgs + luaServerTime + `local B = 67108864
 local function mul(a, b)
@@ -256,7 +259,10 @@ local function mul(a, b)
   local c = math.floor(lo / B)
   return a * bh + c, lo - c * B
 end
+local E = 9007199254740992
 local function le(a1, b1, a2, b2)
+  local x, y = a1 * b1, a2 * b2
+  if x < E and y < E then return x <= y end
   local h1, l1 = mul(a1, b1)
   local h2, l2 = mul(a2, b2)
   return h1 < h2 or (h1 == h2 and l1 <= l2)
@@ -268,6 +274,8 @@ local function div(x, c)
   return q
 end
 local function muldiv(a, b, c)
+  local x = a * b
+  if x < E then return div(x, c) end
   local h, l = mul(a, b)
   local q1 = div(h, c)
   return q1 * B + div((h - q1 * c) * B + l, c)
