@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # compare.sh: slidelimit against the Go rate limiters people use today, on
 # accuracy (replayed on simulated time), speed (one limiter, keyed stores,
-# HTTP middlewares), tail latency and memory, on this machine.
+# HTTP middlewares, the Redis limiters), tail latency and memory, on this machine.
 #
 #   ./compare.sh           representative subset, about three minutes on
 #                          2 cores (make compare)
@@ -115,6 +115,15 @@ for ((i = 1; i <= count; i++)); do
 	BENCH_FULL=1 locked "$out/bench.test" -test.run '^$' -test.benchmem -test.count 1 -test.benchtime "$http_benchtime" \
 		-test.cpu 2 -test.bench '^BenchmarkHTTP$' | tee -a "$bench" | grep -E '^Benchmark' >&2 || true
 done
+
+step "redis: the Redis limiters against go-redis/redis_rate on a local redis-server (redis/bench.sh)"
+if command -v redis-server >/dev/null 2>&1; then
+	r_runs=1
+	[[ $mode == full ]] && r_runs=3
+	(cd ../redis && RUNS=$r_runs BENCHTIME=5000x locked ./bench.sh) >"$out/redis.md" || echo "redis: bench.sh failed" >&2
+else
+	echo "redis-server not found: skipped (make redis-server installs it)" >&2
+fi
 
 step "tail latency: one shared limiter, quiet and beside 2 busy goroutines it starts and stops"
 locked "$out/latency" "${lat_flags[@]}" -json "$out/latency.json" -img "$img" >"$out/latency.md"

@@ -5,6 +5,7 @@
 //	go run ./cmd/latency                      # quiet and loaded, G = 2 and 8
 //	go run ./cmd/latency -load 0 -g 2         # quiet only, two goroutines
 //	go run ./cmd/latency -json out/lat.json -img ../docs/img
+//	go run ./cmd/latency -from out/lat.json -img ../docs/img  # plots again, measures nothing
 //
 // Every limiter is on its admit path (1024 per microsecond, so that nearly
 // every call is admitted; multi and its twins add a second rule, 2^14 per
@@ -79,6 +80,7 @@ func main() {
 	noKeyed := flag.Bool("nokeyed", false, "leave out the keyed stores")
 	jsonOut := flag.String("json", "", "write the results as JSON to this file")
 	img := flag.String("img", "", "write latency plots (PNG) to this directory")
+	from := flag.String("from", "", "measure nothing: print the tables and draw the plots of this JSON file (written by -json)")
 	burn := flag.Int("burn", 0, "internal: run as the background load with this many busy goroutines")
 	flag.Parse()
 	if *burn > 0 {
@@ -89,6 +91,18 @@ func main() {
 		fmt.Fprintln(os.Stderr, "latency:", err)
 		stopLoad()
 		os.Exit(1)
+	}
+	if *from != "" {
+		var results []Result
+		b, err := os.ReadFile(*from)
+		if err == nil {
+			err = json.Unmarshal(b, &results)
+		}
+		if err != nil {
+			fail(fmt.Errorf("-from: %w", err))
+		}
+		report(results, *every, "", *img, fail)
+		return
 	}
 	gList, err := ints(*gs)
 	if err != nil {
@@ -147,16 +161,22 @@ func main() {
 		}
 		stopLoad()
 	}
-	printTable(os.Stdout, results, *every)
+	report(results, *every, *jsonOut, *img, fail)
+}
+
+// report prints the tables and the targets of results, and writes them as
+// JSON to jsonOut and as plots to img, each unless "".
+func report(results []Result, every int, jsonOut, img string, fail func(error)) {
+	printTable(os.Stdout, results, every)
 	printTargets(os.Stdout, results)
-	if *jsonOut != "" {
+	if jsonOut != "" {
 		b, _ := json.MarshalIndent(results, "", "  ")
-		if err := os.WriteFile(*jsonOut, append(b, '\n'), 0o644); err != nil {
+		if err := os.WriteFile(jsonOut, append(b, '\n'), 0o644); err != nil {
 			fail(err)
 		}
 	}
-	if *img != "" {
-		if err := plotLatency(results, *img); err != nil {
+	if img != "" {
+		if err := plotLatency(results, img); err != nil {
 			fail(err)
 		}
 	}

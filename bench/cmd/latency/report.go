@@ -127,6 +127,7 @@ var palette = []color.Color{
 	color.RGBA{R: 150, B: 150, A: 255}, // purple
 	color.RGBA{R: 220, G: 140, A: 255}, // orange
 	color.RGBA{A: 255},                 // black
+	color.RGBA{G: 170, B: 190, A: 255}, // teal
 }
 
 // style gives each implementation a colour (one per algorithm) and a dash
@@ -155,7 +156,7 @@ func style(impl string) (color.Color, []vg.Length) {
 	case "none":
 		return color.Gray{Y: 150}, []vg.Length{vg.Points(1), vg.Points(2)}
 	case "keyed.Window":
-		return palette[5], nil
+		return palette[6], nil
 	case "keyed-window":
 		return palette[1], nil
 	case "keyed-ring":
