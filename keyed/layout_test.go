@@ -24,3 +24,16 @@ func TestLimiterLayout(t *testing.T) {
 		t.Fatalf("n is %d bytes after floor, want at least %d", d, cacheLine)
 	}
 }
+
+// TestWindowLayout: in a Window too, the counter that key creation writes is
+// on another cache line than the fields every call reads, the last of which
+// is floor.
+func TestWindowLayout(t *testing.T) {
+	var w Window[string]
+	if d := unsafe.Offsetof(w.n) - unsafe.Offsetof(w.floor); d < cacheLine {
+		t.Fatalf("n is %d bytes after floor, want at least %d", d, cacheLine)
+	}
+	if unsafe.Offsetof(w.keys) > unsafe.Offsetof(w.floor) {
+		t.Fatal("keys is after floor, on the line creations write")
+	}
+}

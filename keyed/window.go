@@ -41,12 +41,13 @@ import (
 // does removing one.
 type Window[K comparable] struct {
 	// The fields up to bound's floor are read by every call and written
-	// only by NewWindow (and floor by sweeps).
+	// only by NewWindow (and floor by sweeps); bound keeps what creations
+	// and removals write on another cache line.
+	keys     *table[K]
 	rule     twocount.Rule
 	base     clock.Base
 	keyCheck keyCheck
 	bound
-	keys *table[K]
 }
 
 // NewWindow returns a Window whose keys each get a two-counter window of
