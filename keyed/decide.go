@@ -40,7 +40,9 @@ func (k *Limiter[K, L]) AllowN(key K, now time.Time, n int) bool {
 // made for it), or the error of the function given to New (the key's limiter
 // could not be created; a nil limiter is an error too). In every one of those
 // cases no key is created. Decide allocates nothing for a key that is
-// present, nor when it refuses with ErrBadKey, ErrNeverReady or ErrFull.
+// present, nor when it refuses with ErrBadKey, ErrNeverReady or ErrFull
+// (except that a refusal which starts an automatic sweep records that
+// sweep's instants: two small allocations per sweep).
 func (k *Limiter[K, L]) Decide(key K, now time.Time, n int) (admitted bool, err error) {
 	return k.allowN(key, now, n)
 }

@@ -139,7 +139,9 @@ func (w *Window[K]) AllowN(key K, now time.Time, n int) bool {
 // err is nil when n was admitted or refused by the key's window, and
 // otherwise wraps ErrBadKey, ErrNeverReady (n < 0 or n > Limit()) or ErrFull,
 // with nothing admitted and no key created. Decide allocates nothing for a
-// key that is present, nor when it refuses.
+// key that is present, nor when it refuses (except that a refusal which
+// starts an automatic sweep records that sweep's instants: two small
+// allocations per sweep).
 func (w *Window[K]) Decide(key K, now time.Time, n int) (admitted bool, err error) {
 	return w.allowN(key, now, n)
 }
