@@ -60,7 +60,10 @@ func (k *Limiter[K, L]) Decide(key K, now time.Time, n int) (admitted bool, err 
 // after waiting), the limiter has left the map and the decision is redone on
 // the key's new one. The floor is read after the lookup: a key created after
 // a sweep removed it is created after that sweep stored its floor, so the
-// call cannot decide at an instant before the sweep's on the new limiter.
+// call cannot decide at an instant before the sweep's on the new limiter. An
+// entry found dead is still in the map only until its remover, which marked
+// it dead under the map's lock for the key, finishes removing it: the call
+// looks again instead of deciding on a limiter that no longer counts.
 func (k *Limiter[K, L]) allowN(key K, now time.Time, n int) (bool, error) {
 	k.mustBeMade()
 	if !k.validKey(key) {
@@ -74,6 +77,13 @@ func (k *Limiter[K, L]) allowN(key K, now time.Time, n int) (bool, error) {
 	}
 	for {
 		e, ok := k.keys.load(key)
+		if ok && e.state.Load() == dead {
+			// Marked dead, and about to leave the map (the remover holds
+			// the map's lock for the key, running no user code): a
+			// decision on it would be void. Look again.
+			runtime.Gosched()
+			continue
+		}
 		if !ok {
 			var err error
 			if e, err = k.create(key, now); err != nil {
