@@ -244,124 +244,158 @@ return out
 // last rule's state expires: ws+2w, at the least the least TTL.
 //
 // Each rule decides as package window does: at t = max(now, start), with
-// el = t - ws the time into the window in effect at t, it admits n iff
-// prev*(w-el) + (curr+n)*w <= limit*w. The products reach 2^76, beyond a
-// double's exact range, so they are computed as two 26-bit limbs (mul);
-// limits are below 2^26 and windows below 2^50 microseconds. A product that
-// a double computes below 2^53 is exact (the exact one is an integer, and
-// one at or above 2^53 cannot round below it), so that case skips the limbs.
-// A cost of 0 is
-// admitted whatever the estimate, even one above the limit (prev weighs in).
-var windowScript = newScript(luaArgs + luaServerTime + `local B = 67108864
-local function mul(a, b)
-  local bh = math.floor(b / B)
-  local lo = a * (b - bh * B)
-  local c = math.floor(lo / B)
-  return a * bh + c, lo - c * B
-end
-local E = 9007199254740992
-local function le(a1, b1, a2, b2)
-  local x, y = a1 * b1, a2 * b2
-  if x < E and y < E then return x <= y end
-  local h1, l1 = mul(a1, b1)
-  local h2, l2 = mul(a2, b2)
-  return h1 < h2 or (h1 == h2 and l1 <= l2)
-end
-local function div(x, c)
-  local q = math.floor(x / c)
-  while q * c > x do q = q - 1 end
-  while (q + 1) * c <= x do q = q + 1 end
-  return q
-end
-local function muldiv(a, b, c)
-  local x = a * b
-  if x < E then return div(x, c) end
-  local h, l = mul(a, b)
-  local q1 = div(h, c)
-  return q1 * B + div((h - q1 * c) * B + l, c)
-end
-local function fits(l, w, p, c, el, k)
-  local r = l - c - k
-  if r < 0 then return false end
-  if p == 0 then return true end
-  return le(p, w - el, r, w)
+// el = t - ws the time into the window in effect at t and d = w - el, it
+// admits n iff prev*d + (curr+n)*w <= limit*w, that is iff r = limit-curr-n
+// is at least 0 and prev*d <= r*w. Its remaining is limit-curr-q (less n
+// when admitted, at least 0), q = ceil(prev*d/w) the estimate's share of
+// prev. A cost of 0 is admitted whatever the estimate, even one above the
+// limit (prev weighs in).
+//
+// The products reach 2^76, beyond a double's exact range. Limits are below
+// 2^26 and windows below 2^50 microseconds, so each operand is an integer
+// and a product that a double computes below 2^53 is exact: the exact one is
+// an integer, and one at or above 2^53 cannot round below it. Below 2^53 the
+// script compares the products directly, and computes floor(x/c) as the
+// floor of the double x/c: a quotient below an integer rounds up to it only
+// when x is at least 2^53. So q = floor(x/w), plus one when q*w < x (x =
+// prev*d; q*w <= x is exact too), and ready's quotients likewise. At or
+// above 2^53 (a window of hours with a prev in
+// the thousands) it splits the products into two 26-bit limbs: exact()
+// builds those helpers on first need, since creating closures on every call
+// costs more than the arithmetic they do. Each key's new state is packed in
+// the same pass; it is written only when the call is admitted.
+var windowScript = newScript(luaArgs + luaServerTime + `local E = 9007199254740992
+local floor = math.floor
+local X
+-- exact() returns le(a1, b1, a2, b2): a1*b1 <= a2*b2, and muldiv(a, b, c):
+-- floor(a*b/c), both exact for a below 2^26 and b below 2^52.
+local function exact()
+  local B = 67108864
+  local function mul(a, b)
+    local bh = floor(b / B)
+    local lo = a * (b - bh * B)
+    local c = floor(lo / B)
+    return a * bh + c, lo - c * B
+  end
+  local function div(x, c)
+    local q = floor(x / c)
+    while q * c > x do q = q - 1 end
+    while (q + 1) * c <= x do q = q + 1 end
+    return q
+  end
+  local function le(a1, b1, a2, b2)
+    local h1, l1 = mul(a1, b1)
+    local h2, l2 = mul(a2, b2)
+    return h1 < h2 or (h1 == h2 and l1 <= l2)
+  end
+  local function muldiv(a, b, c)
+    local x = a * b
+    if x < E then return div(x, c) end
+    local h, l = mul(a, b)
+    local q1 = div(h, c)
+    return q1 * B + div((h - q1 * c) * B + l, c)
+  end
+  return {le = le, muldiv = muldiv}
 end
 local ok = n >= 0
 local ready = now
-local ks = {}
+local out = {0, now, 0}
+local bodies, ttls = {}, {}
+local unpack, pack = struct.unpack, struct.pack
 local a = 4
 for i = 1, #KEYS do
   local key = KEYS[i]
-  local minttl = tonumber(ARGV[a])
+  local ttl = tonumber(ARGV[a])
   local nr = tonumber(ARGV[a + 1])
   local raw = redis.call('GET', key)
   if raw and #raw ~= 24 * nr then
     return redis.error_reply('ERR slidelimit: key ' .. key .. ' holds ' .. #raw .. ' bytes, not a window of ' .. nr .. ' rules')
   end
-  local st = {}
+  local body = ''
   for r = 0, nr - 1 do
     local l = tonumber(ARGV[a + 2 + 2 * r])
     local w = tonumber(ARGV[a + 3 + 2 * r])
     local ws, p, c, t = now, 0, 0, now
     if raw then
-      local start, pv, cv = struct.unpack('<ddd', raw, 1 + 24 * r)
+      local start, pv, cv = unpack('<ddd', raw, 1 + 24 * r)
       if t < start then t = start end
-      local d = t - start
-      if d < w then ws, p, c = start, pv, cv
-      elseif d < 2 * w then ws, p, c = start + w, cv, 0
+      local el = t - start
+      if el < w then ws, p, c = start, pv, cv
+      elseif el < 2 * w then ws, p, c = start + w, cv, 0
       else ws = t end
     end
-    st[r] = {ws, p, c, t, l, w}
+    local d = w - (t - ws)
+    local q = 0
+    if p > 0 then
+      local x = p * d
+      if x < E then
+        q = floor(x / w)
+        if q * w < x then q = q + 1 end
+      else
+        X = X or exact()
+        q = floor(p * (d / w))
+        while q > 0 and X.le(p, d, q - 1, w) do q = q - 1 end
+        while not X.le(p, d, q, w) do q = q + 1 end
+      end
+    end
+    out[#out + 1] = l - c - q
     if n > l or n < 0 then
       ok = false
       ready = -1
-    elseif n > 0 and not fits(l, w, p, c, t - ws, n) then
-      ok = false
-      if ready >= 0 then
-        local u
-        local rr = l - c - n
-        local f = 0
-        if rr >= 0 and p > 0 then f = muldiv(rr, w, p) end
-        if f > 0 then u = ws + w - f
-        elseif c <= l - n then u = ws + w
-        else u = ws + 2 * w - muldiv(l - n, w, c) end
-        if u > ready then ready = u end
+    elseif n > 0 then
+      local rr = l - c - n
+      local fit = rr >= 0
+      if fit and p > 0 then
+        local x, y = p * d, rr * w
+        if x < E and y < E then
+          fit = x <= y
+        else
+          X = X or exact()
+          fit = X.le(p, d, rr, w)
+        end
+      end
+      if not fit then
+        ok = false
+        if ready >= 0 then
+          -- The cost fits from the instant prev's share has shrunk enough,
+          -- or from the next window, or once curr's share has.
+          local u
+          local f = 0
+          if rr >= 0 and p > 0 then
+            local x = rr * w
+            if x < E then f = floor(x / p) else X = X or exact(); f = X.muldiv(rr, w, p) end
+          end
+          if f > 0 then u = ws + w - f
+          elseif c <= l - n then u = ws + w
+          else
+            local x = (l - n) * w
+            if x < E then u = ws + 2 * w - floor(x / c)
+            else X = X or exact(); u = ws + 2 * w - X.muldiv(l - n, w, c) end
+          end
+          if u > ready then ready = u end
+        end
       end
     end
+    body = body .. pack('<ddd', ws, p, c + n)
+    local e = ws + 2 * w - now
+    if e > ttl then ttl = e end
   end
-  ks[i] = {key, minttl, nr, st}
+  bodies[i], ttls[i] = body, ttl
   a = a + 2 + 2 * nr
 end
-if ok and n > 0 and not dry then
+local admit = ok and n > 0 and not dry
+if admit then
   for i = 1, #KEYS do
-    local key, ttl, nr, st = ks[i][1], ks[i][2], ks[i][3], ks[i][4]
-    local parts = {}
-    for r = 0, nr - 1 do
-      local s = st[r]
-      s[3] = s[3] + n
-      parts[r + 1] = struct.pack('<ddd', s[1], s[2], s[3])
-      local e = s[1] + 2 * s[6] - now
-      if e > ttl then ttl = e end
-    end
-    redis.call('SET', key, table.concat(parts), 'PX', math.floor((ttl + 999) / 1000) + 1)
+    redis.call('SET', KEYS[i], bodies[i], 'PX', floor((ttls[i] + 999) / 1000) + 1)
   end
 end
-local out = {ok and 1 or 0, now, ready}
-for i = 1, #KEYS do
-  local nr, st = ks[i][3], ks[i][4]
-  for r = 0, nr - 1 do
-    local s = st[r]
-    local p, d, w = s[2], s[6] - (s[4] - s[1]), s[6]
-    local q = 0
-    if p > 0 then
-      q = math.ceil(p * (d / w))
-      while q > 0 and le(p, d, q - 1, w) do q = q - 1 end
-      while not le(p, d, q, w) do q = q + 1 end
-    end
-    local left = s[5] - s[3] - q
-    if left < 0 then left = 0 end
-    out[#out + 1] = left
-  end
+if ok then out[1] = 1 end
+out[3] = ready
+for j = 4, #out do
+  local left = out[j]
+  if admit then left = left - n end
+  if left < 0 then left = 0 end
+  out[j] = left
 end
 return out
 `)
