@@ -204,8 +204,8 @@ func TestRulesCopy(t *testing.T) {
 }
 
 // TestForeignValue: a Redis key that holds something else than the
-// limiter's state (another limiter's, of another size, or a log whose empty
-// slot is gone) makes the decision an error naming the key; it is not
+// limiter's state (another limiter's, of another size, a log in the previous
+// layout, or a log whose empty slot is gone) makes the decision an error naming the key; it is not
 // overwritten, and a group that contains it writes to none of its keys.
 func TestForeignValue(t *testing.T) {
 	s, gc, c := standalone(t)
@@ -213,7 +213,7 @@ func TestForeignValue(t *testing.T) {
 	win := mustWindow(t, c, redis.Options{Prefix: "fv"}, redis.Rule{Limit: 3, Window: time.Hour})
 	bkt, err := redis.NewBuckets(c, testOptions(redis.Options{Prefix: "fv"}), redis.Rule{Limit: 3, Window: time.Hour, Precision: time.Minute})
 	require.NoError(t, err)
-	full := strings.Repeat("\xff", 8+6*4) // a log's size, no empty slot
+	full := strings.Repeat("\xff", 16+6*4) // a log's size, no empty slot
 	for _, tc := range []struct {
 		l     *redis.Limiter
 		value string
@@ -221,6 +221,9 @@ func TestForeignValue(t *testing.T) {
 	}{
 		{lg, "short", "holds 5 bytes, not a log of capacity 3"},
 		{lg, full, "holds a log without its empty slot"},
+		// A log in the previous layout (an 8-byte header without exp) is
+		// refused until it expires.
+		{lg, strings.Repeat("\x00", 8+6*4), "holds 32 bytes, not a log of capacity 3"},
 		{win, "short", "holds 5 bytes, not a window of 1 rules"},
 		{bkt, "short", "holds 5 bytes, not 968 bytes of counters"},
 	} {

@@ -169,7 +169,7 @@ type Limiter struct {
 // NewLog returns an exact sliding-log limiter: for each rule, at most Limit
 // units of cost are admitted in every window (t-Window, t] of the instants
 // decided at, and for calls in time order every decision equals the naive
-// sliding log's. Each key is one Redis string of 14+6*L bytes (16+6*L above
+// sliding log's. Each key is one Redis string of 22+6*L bytes (24+6*L above
 // 8 KiB), at most 8*L+100 bytes in Redis, L the largest limit; a decision
 // reads O(rules * log L) 6-byte slots of it and writes only the stamps it
 // adds. Limits are in [1, MaxLogLimit], windows at most MaxLogWindow.

@@ -11,17 +11,18 @@ import (
 	"github.com/slidelimit/slidelimit/redis/internal/redistest"
 )
 
-// TestLogMemory: a log key holds exactly 8+6*(limit+1) bytes of data (an
-// 8-byte header, 6 bytes per stamp and one empty slot; above 8 KiB a 16-byte
-// header and no empty slot), and costs at most 8*limit+100 bytes in Redis as
-// MEMORY USAGE counts it, jemalloc's size classes included (they round an
-// allocation up by less than a quarter, which the 6-byte stamps leave room
-// for), at every limit from 1 to 300, around the 8 KiB switch to reading with
-// GETRANGE, and up to MaxLogLimit. A window key costs a small constant per
-// rule. Some numbers are logged for docs/redis.md.
+// TestLogMemory: a log key holds exactly 16+6*(limit+1) bytes of data (a
+// 16-byte header, 6 bytes per stamp and one empty slot; above 8 KiB, from
+// limit 1362, a 24-byte header and no empty slot), and costs at most
+// 8*limit+100 bytes in Redis as MEMORY USAGE counts it, jemalloc's size
+// classes included (they round an allocation up by less than a quarter,
+// which the 6-byte stamps leave room for), at every limit from 1 to 300,
+// around the 8 KiB switch to reading with GETRANGE (1361, 1362), and up to
+// MaxLogLimit. A window key costs a small constant per rule. Some numbers are
+// logged for docs/redis.md.
 func TestLogMemory(t *testing.T) {
 	s, _, c := standalone(t)
-	limits := []int{500, 1000, 1019, 1363, 1364, 4096, 10000, 100000, redis.MaxLogLimit}
+	limits := []int{500, 1000, 1019, 1361, 1362, 4096, 10000, 100000, redis.MaxLogLimit}
 	for l := 1; l <= 300; l++ {
 		limits = append(limits, l)
 	}
@@ -42,9 +43,9 @@ func TestLogMemory(t *testing.T) {
 		}
 		strlen, err := redistest.Do(s.Addr(), "STRLEN", rk)
 		require.NoError(t, err)
-		size := 8 + 6*(limit+1) // the base, the stamps and one empty slot
+		size := 16 + 6*(limit+1) // the base, exp, the stamps and one empty slot
 		if size > 8192 {
-			size = 16 + 6*limit // the base and the head, for a log read with GETRANGE
+			size = 24 + 6*limit // the base, the head and exp, for a log read with GETRANGE
 		}
 		require.Equal(t, strconv.Itoa(size), strlen, "limit %d", limit)
 		require.LessOrEqual(t, used, 8*limit+100, "limit %d", limit)

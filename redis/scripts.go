@@ -20,8 +20,9 @@ local dry = ARGV[3] == '1'
 `
 
 // luaServerTime makes now the server's clock, in microseconds since the Unix
-// epoch, when the caller passed -1.
-const luaServerTime = `if now < 0 then
+// epoch, when the caller passed -1; srv says it did.
+const luaServerTime = `local srv = now < 0
+if srv then
   local tm = redis.call('TIME')
   now = tonumber(tm[1]) * 1000000 + tonumber(tm[2])
 end
@@ -45,8 +46,10 @@ func newScript(src string) script {
 // key holds a string: a header, then a ring of 6-byte slots, each a
 // little-endian unsigned integer v: 0 for an empty slot, else
 // 2^47 + (stamp - base) + 1, whose top bit is set. Stamps are written in
-// non-decreasing order, from slot 0 round the ring. The header is the key's
-// base instant (microseconds, a little-endian double).
+// non-decreasing order, from slot 0 round the ring. The header holds
+// little-endian doubles: the key's base instant (microseconds) and exp, the
+// instant on the server's clock (microseconds, a multiple of 1000) up to
+// which the key is known to live, or 0 when that is unknown.
 //
 // A log of at most 8 KiB has cap+1 slots and stores no head (writing it
 // would cost a write command per decision): the slot after the newest stamp
@@ -54,9 +57,10 @@ func newScript(src string) script {
 // (the first one before), so the head is where string.find first meets six
 // zero bytes. No run of six zero bytes can straddle two written slots, since
 // the last byte of each has its top bit set, so that match is always a whole
-// slot. A longer log is read with GETRANGE, where a search would cost a
-// command per probe, so it has cap slots and keeps its head (the next slot to
-// write, a double) in the header: 8+6*(cap+1) or 16+6*cap bytes.
+// slot. Its header is base, exp: 16+6*(cap+1) bytes, so up to cap 1361. A
+// longer log is read with GETRANGE, where a search would cost a command per
+// probe, so it has cap slots and keeps its head (the next slot to write) in
+// the header: base, head, exp, then the slots, 24+6*cap bytes.
 //
 // ARGV: now (-1: the server's TIME), n, dry ("1": decide, write nothing,
 // report the state before the call), then for each key in KEYS: cap (its
@@ -67,75 +71,76 @@ func newScript(src string) script {
 //
 // Rule (l, w) admits n at t iff the (l-n+1)-th newest stamp of its key is
 // empty or at most t-w: then at most l-n stamps lie in (t-w, t]. The count
-// behind "remaining" is a binary search over the newest l stamps. The call is
-// admitted iff every rule of every key admits it; every read comes before
-// every write. A log of at most 8 KiB is read with one GET, a longer one 6
-// bytes at a time with GETRANGE, so a decision reads O(rules * log(limit))
-// stamps whatever the limit. An admission writes the n new stamps in place
-// with SETRANGE (and the empty slot after them; two pieces when the ring
-// wraps; and the head of a long log) and, when the key's TTL is below ttl,
-// sets it to twice ttl (PTTL, PEXPIRE): every key outlives each admission by
-// at least ttl, with one write command per decision most of the time. A new
-// key is created whole with SET ... PX.
+// behind "remaining" is a binary search over the newest l stamps, which
+// starts from what that probe found. The call is admitted iff every rule of
+// every key admits it; every read comes before every write. A log of at most
+// 8 KiB is read with one GET, a longer one 6 bytes at a time with GETRANGE,
+// so a decision reads O(rules * log(limit)) stamps whatever the limit. An
+// admission writes the n new stamps in place with SETRANGE (and the empty
+// slot after them; two pieces when the ring wraps; and the head of a long
+// log). A new key is created whole with SET.
+//
+// Every key outlives each admission by at least ttl. On the server's clock
+// (now -1; clock is TIME's instant, before now is moved up to a newer stamp)
+// an admission leaves the expiry alone while clock + ttl <= exp, so most
+// admissions run one write command and nothing else; otherwise it sets the
+// expiry to the absolute millisecond e = floor(clock/1ms) + 2*ttl (PEXPIREAT,
+// or SET ... PXAT for a whole write) and stores e in exp. Redis keeps a key
+// through its expiry millisecond, so exp never claims more than Redis keeps.
+// exp trusts that nothing else shortens the key's TTL. With the caller's
+// instants the script has no server clock: it sets exp to 0 (unknown) and,
+// when the key's TTL is below ttl, sets it to twice ttl (PTTL, PEXPIRE); a
+// whole write sets it with SET ... PX.
 //
 // Offsets are below 2^47-1, so a key whose base is more than that before t
 // is re-based first: the new base is t - 2^46 (the longest window), every
 // stamp before it is moved up to it (it stays outside every window at t and
-// after), and the whole string is written back with SET ... PX. A key lives
-// at most twice its longest window after its last admission, so this happens
-// only to a key admitted without a long pause for 4.5 years.
-var logScript = newScript(luaArgs + luaServerTime + `local MAXOFF = 140737488355326
+// after), and the whole string is written back with SET, with its expiry as
+// for a new key. A key lives at most twice its longest window after its last
+// admission, so this happens only to a key admitted without a long pause for
+// 4.5 years.
+var logScript = newScript(luaArgs + luaServerTime + `local clock = now
+local MAXOFF = 140737488355326
 local MAXW = 70368744177664
 local TOP = 140737488355328
 local Z = '\0\0\0\0\0\0'
+local floor = math.floor
+local unpack, pack = struct.unpack, struct.pack
 local ks = {}
 local a = 4
 for i = 1, #KEYS do
   local key = KEYS[i]
   local cap = tonumber(ARGV[a])
   local nr = tonumber(ARGV[a + 2])
-  local hdr, R = 8, cap + 1
-  if 8 + 6 * R > 8192 then hdr, R = 16, cap end
-  local size = hdr + 6 * R
+  local hdr, R = 16, cap + 1
+  if 16 + 6 * R > 8192 then hdr, R = 24, cap end
   local raw, len = nil, 0
-  if hdr == 8 then
+  if hdr == 16 then
     raw = redis.call('GET', key)
     if raw then len = #raw else raw = nil end
   else
     len = redis.call('STRLEN', key)
   end
-  if len ~= 0 and len ~= size then
+  if len ~= 0 and len ~= hdr + 6 * R then
     return redis.error_reply('ERR slidelimit: key ' .. key .. ' holds ' .. len .. ' bytes, not a log of capacity ' .. cap)
   end
-  local head, base = 0, 0
+  -- v is the slot of the newest stamp (0 if none).
+  local head, base, exp, v = 0, 0, 0, 0
   if raw then
-    base = struct.unpack('<d', raw)
-    local f = string.find(raw, Z, 9, true)
-    if not f or (f - 9) % 6 ~= 0 then
+    base, exp = unpack('<dd', raw)
+    local f = string.find(raw, Z, 17, true)
+    if not f or (f - 17) % 6 ~= 0 then
       return redis.error_reply('ERR slidelimit: key ' .. key .. ' holds a log without its empty slot')
     end
-    head = (f - 9) / 6
+    head = (f - 17) / 6
+    v = unpack('<I6', raw, 17 + 6 * ((head - 1) % R))
   elseif len ~= 0 then
-    base, head = struct.unpack('<dd', redis.call('GETRANGE', key, 0, 15))
+    base, head, exp = unpack('<ddd', redis.call('GETRANGE', key, 0, 23))
+    local j = (head - 1) % R
+    v = unpack('<I6', redis.call('GETRANGE', key, 24 + 6 * j, 29 + 6 * j))
   end
-  -- slot(kk) is the slot of the kk-th newest stamp of the key: 0 if none,
-  -- else its stamp is base + slot(kk) - TOP - 1.
-  local slot
-  if raw then
-    slot = function(kk)
-      if kk > cap then return 0 end
-      return (struct.unpack('<I6', raw, 9 + 6 * ((head - kk) % R)))
-    end
-  else
-    slot = function(kk)
-      if len == 0 or kk > cap then return 0 end
-      local j = (head - kk) % R
-      return (struct.unpack('<I6', redis.call('GETRANGE', key, 16 + 6 * j, 21 + 6 * j)))
-    end
-  end
-  local v = slot(1)
   if v ~= 0 and now < base + v - TOP - 1 then now = base + v - TOP - 1 end
-  ks[i] = {key, cap, tonumber(ARGV[a + 1]), nr, a + 3, raw, len, head, base, R, hdr, slot}
+  ks[i] = {key, cap, tonumber(ARGV[a + 1]), nr, a + 3, raw, len, head, base, R, hdr, exp}
   a = a + 3 + 2 * nr
 end
 local ok = n >= 0
@@ -143,88 +148,142 @@ local ready = now
 if n < 0 then ready = -1 end
 local out = {0, now, ready}
 -- A stamp lies in (now-w, now] iff its slot exceeds lim = now-w-base+TOP+1
--- (stamps are at most now; an empty slot, 0, never does: now >= base).
-local unpack = struct.unpack
+-- (stamps are at most now; an empty slot, 0, never does: now >= base). The
+-- kk-th newest stamp is in slot (head-kk) mod R; lo..hi brackets the count
+-- of the newest ones that lie in the window.
 for i = 1, #KEYS do
   local k = ks[i]
-  local cap, raw, head, base, R, slot = k[2], k[6], k[8], k[9], k[10], k[12]
+  local key, cap, raw, head, base, R, hdr = k[1], k[2], k[6], k[8], k[9], k[10], k[11]
   for r = 0, k[4] - 1 do
     local l = tonumber(ARGV[k[5] + 2 * r])
     local w = tonumber(ARGV[k[5] + 2 * r + 1])
     local lim = now - w - base + TOP + 1
+    local lo, hi = 0, l
+    if cap < hi then hi = cap end
+    if k[7] == 0 then hi = 0 end
     if n > l then
       ok = false
       ready = -1
-    elseif n > 0 then
-      local v = slot(l - n + 1)
+    elseif n > 0 and l - n + 1 <= hi then
+      -- Past hi the (l-n+1)-th newest stamp is empty: the rule admits.
+      local j = (head - (l - n + 1)) % R
+      local v
+      if raw then
+        v = unpack('<I6', raw, 17 + 6 * j)
+      else
+        v = unpack('<I6', redis.call('GETRANGE', key, 24 + 6 * j, 29 + 6 * j))
+      end
       if v > lim then
         ok = false
         local s = base + v - TOP - 1
         if ready >= 0 and s + w > ready then ready = s + w end
+        lo = l - n + 1
+      else
+        hi = l - n
       end
     end
-    local lo, hi = 0, math.min(l, cap)
-    if k[7] == 0 then
-      hi = 0
-    elseif raw then
+    if raw then
+      -- The offset of slot (head-mid) mod R, without the modulo: mid is in
+      -- 1..R.
+      local hp, top = 17 + 6 * head, 6 * R
       while lo < hi do
-        local mid = math.floor((lo + hi + 1) / 2)
-        if unpack('<I6', raw, 9 + 6 * ((head - mid) % R)) > lim then lo = mid else hi = mid - 1 end
+        local mid = floor((lo + hi + 1) / 2)
+        local p = hp - 6 * mid
+        if p < 17 then p = p + top end
+        if unpack('<I6', raw, p) > lim then lo = mid else hi = mid - 1 end
       end
-    end
-    while lo < hi do
-      local mid = math.floor((lo + hi + 1) / 2)
-      if slot(mid) > lim then lo = mid else hi = mid - 1 end
+    else
+      while lo < hi do
+        local mid = floor((lo + hi + 1) / 2)
+        local j = (head - mid) % R
+        if unpack('<I6', redis.call('GETRANGE', key, 24 + 6 * j, 29 + 6 * j)) > lim then lo = mid else hi = mid - 1 end
+      end
     end
     out[#out + 1] = l - lo
   end
 end
 out[3] = ready
--- header is the header of a new or re-based key.
-local function header(hdr, b, h)
-  if hdr == 8 then return struct.pack('<d', b) end
-  return struct.pack('<dd', b, h)
-end
 if ok and n > 0 and not dry then
   for j = 4, #out do out[j] = out[j] - n end
   for i = 1, #KEYS do
     local k = ks[i]
-    local key, ttl, head, base, R, hdr = k[1], k[3], k[8], k[9], k[10], k[11]
-    if k[7] == 0 then
-      local body = string.rep(struct.pack('<I6', TOP + 1), n) .. string.rep('\0', 6 * (R - n))
-      redis.call('SET', key, header(hdr, now, n % R) .. body, 'PX', 2 * ttl)
-    elseif now - base > MAXOFF then
-      local raw = k[6] or redis.call('GET', key)
-      local nb = now - MAXW
-      local slots = {}
-      for j = 0, R - 1 do
-        local v = struct.unpack('<I6', raw, hdr + 1 + 6 * j)
-        if v ~= 0 then
-          local s = base + v - TOP - 1
-          if s < nb then s = nb end
-          v = TOP + s - nb + 1
-        end
-        slots[j + 1] = struct.pack('<I6', v)
+    local key, ttl, head, base, R, hdr, exp = k[1], k[3], k[8], k[9], k[10], k[11], k[12]
+    -- e: the new expiry in milliseconds on the server's clock, if it must
+    -- be set; nexp: the header's new exp.
+    local e, nexp = nil, exp
+    if srv then
+      if clock + 1000 * ttl > exp then
+        e = floor(clock / 1000) + 2 * ttl
+        nexp = 1000 * e
       end
-      local p = struct.pack('<I6', TOP + now - nb + 1)
-      for j = head, head + n - 1 do slots[j % R + 1] = p end
-      if hdr == 8 then slots[(head + n) % R + 1] = Z end
-      redis.call('SET', key, header(hdr, nb, (head + n) % R) .. table.concat(slots), 'PX', 2 * ttl)
     else
-      local s = string.rep(struct.pack('<I6', TOP + now - base + 1), n)
-      if hdr == 8 then s = s .. Z end
+      nexp = 0
+    end
+    local nh = (head + n) % R
+    if k[7] == 0 or now - base > MAXOFF then
+      local b, body = now, nil
+      if k[7] == 0 then
+        body = string.rep(pack('<I6', TOP + 1), n) .. string.rep('\0', 6 * (R - n))
+      else
+        local raw = k[6] or redis.call('GET', key)
+        b = now - MAXW
+        local slots = {}
+        for j = 0, R - 1 do
+          local v = unpack('<I6', raw, hdr + 1 + 6 * j)
+          if v ~= 0 then
+            local s = base + v - TOP - 1
+            if s < b then s = b end
+            v = TOP + s - b + 1
+          end
+          slots[j + 1] = pack('<I6', v)
+        end
+        local p = pack('<I6', TOP + now - b + 1)
+        for j = head, head + n - 1 do slots[j % R + 1] = p end
+        if hdr == 16 then slots[nh + 1] = Z end
+        body = table.concat(slots)
+      end
+      -- A whole write replaces the expiry: on the server's clock it is set
+      -- afresh.
+      local px, ms = 'PX', 2 * ttl
+      if srv then
+        e = floor(clock / 1000) + 2 * ttl
+        nexp = 1000 * e
+        px, ms = 'PXAT', e
+      end
+      if hdr == 16 then
+        body = pack('<dd', b, nexp) .. body
+      else
+        body = pack('<ddd', b, nh, nexp) .. body
+      end
+      redis.call('SET', key, body, px, ms)
+    else
+      local s
+      if n == 1 and hdr == 16 then
+        s = pack('<I6I6', TOP + now - base + 1, 0)
+      else
+        s = string.rep(pack('<I6', TOP + now - base + 1), n)
+        if hdr == 16 then s = s .. Z end
+      end
       local m = #s / 6
-      local first = math.min(m, R - head)
-      if first == m then
+      local first = R - head
+      if m <= first then
         redis.call('SETRANGE', key, hdr + 6 * head, s)
       else
         redis.call('SETRANGE', key, hdr + 6 * head, string.sub(s, 1, 6 * first))
         redis.call('SETRANGE', key, hdr, string.sub(s, 6 * first + 1))
       end
-      if hdr == 16 then
-        redis.call('SETRANGE', key, 8, struct.pack('<d', (head + n) % R))
+      if hdr == 24 then
+        if nexp ~= exp then
+          redis.call('SETRANGE', key, 8, pack('<dd', nh, nexp))
+        else
+          redis.call('SETRANGE', key, 8, pack('<d', nh))
+        end
+      elseif nexp ~= exp then
+        redis.call('SETRANGE', key, 8, pack('<d', nexp))
       end
-      if redis.call('PTTL', key) < ttl then
+      if e then
+        redis.call('PEXPIREAT', key, e)
+      elseif not srv and redis.call('PTTL', key) < ttl then
         redis.call('PEXPIRE', key, 2 * ttl)
       end
     end
