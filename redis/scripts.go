@@ -44,8 +44,9 @@ func newScript(src string) script {
 
 // logScript is the exact sliding log, for one key or several at once. Each
 // key holds a string: a header, then a ring of 6-byte slots, each a
-// little-endian unsigned integer v: 0 for an empty slot, else
-// 2^47 + (stamp - base) + 1, whose top bit is set. Stamps are written in
+// little-endian unsigned integer v: below 2^46 for an empty slot (0, or the
+// mark below), else 2^47 + (stamp - base) + 1, whose top bit is set. Stamps
+// are written in
 // non-decreasing order, from slot 0 round the ring. The header holds
 // little-endian doubles: the key's base instant (microseconds) and exp, the
 // instant on the server's clock (microseconds, a multiple of 1000) up to
@@ -53,11 +54,16 @@ func newScript(src string) script {
 //
 // A log of at most 8 KiB has cap+1 slots and stores no head (writing it
 // would cost a write command per decision): the slot after the newest stamp
-// is kept empty, and it is the only empty slot once the ring has wrapped
-// (the first one before), so the head is where string.find first meets six
-// zero bytes. No run of six zero bytes can straddle two written slots, since
-// the last byte of each has its top bit set, so that match is always a whole
-// slot. Its header is base, exp: 16+6*(cap+1) bytes, so up to cap 1361. A
+// holds the mark, six bytes of 1 (empty: 0x010101010101 is below 2^46), and
+// no other slot does, so the head is where string.find first meets it. No
+// run of six bytes of 1 can straddle two written slots, since the last byte
+// of each has its top bit set, so that match is always a whole slot. (Six
+// zero bytes would do as well, but string.find's memchr stops at every byte
+// equal to the pattern's first, and each stamp holds a zero byte near its
+// top while its offset is below 2^32 µs, 71 minutes; a byte of 1 is as rare
+// as any other in a stamp's low bytes.) The slots after the mark that were
+// never written are 0. Its header is base, exp: 16+6*(cap+1) bytes, so up
+// to cap 1361. A
 // longer log is read with GETRANGE, where a search would cost a command per
 // probe, so it has cap slots and keeps its head (the next slot to write) in
 // the header: base, head, exp, then the slots, 24+6*cap bytes.
@@ -76,8 +82,8 @@ func newScript(src string) script {
 // every key admits it; every read comes before every write. A log of at most
 // 8 KiB is read with one GET, a longer one 6 bytes at a time with GETRANGE,
 // so a decision reads O(rules * log(limit)) stamps whatever the limit. An
-// admission writes the n new stamps in place with SETRANGE (and the empty
-// slot after them; two pieces when the ring wraps; and the head of a long
+// admission writes the n new stamps in place with SETRANGE (and the mark
+// after them; two pieces when the ring wraps; and the head of a long
 // log). A new key is created whole with SET.
 //
 // Every key outlives each admission by at least ttl. On the server's clock
@@ -103,7 +109,7 @@ var logScript = newScript(luaArgs + luaServerTime + `local clock = now
 local MAXOFF = 140737488355326
 local MAXW = 70368744177664
 local TOP = 140737488355328
-local Z = '\0\0\0\0\0\0'
+local MARK, MARKV = '\1\1\1\1\1\1', 1103823438081
 local floor = math.floor
 local unpack, pack = struct.unpack, struct.pack
 local ks = {}
@@ -128,7 +134,7 @@ for i = 1, #KEYS do
   local head, base, exp, v = 0, 0, 0, 0
   if raw then
     base, exp = unpack('<dd', raw)
-    local f = string.find(raw, Z, 17, true)
+    local f = string.find(raw, MARK, 17, true)
     if not f or (f - 17) % 6 ~= 0 then
       return redis.error_reply('ERR slidelimit: key ' .. key .. ' holds a log without its empty slot')
     end
@@ -139,7 +145,7 @@ for i = 1, #KEYS do
     local j = (head - 1) % R
     v = unpack('<I6', redis.call('GETRANGE', key, 24 + 6 * j, 29 + 6 * j))
   end
-  if v ~= 0 and now < base + v - TOP - 1 then now = base + v - TOP - 1 end
+  if v > TOP and now < base + v - TOP - 1 then now = base + v - TOP - 1 end
   ks[i] = {key, cap, tonumber(ARGV[a + 1]), nr, a + 3, raw, len, head, base, R, hdr, exp}
   a = a + 3 + 2 * nr
 end
@@ -148,7 +154,8 @@ local ready = now
 if n < 0 then ready = -1 end
 local out = {0, now, ready}
 -- A stamp lies in (now-w, now] iff its slot exceeds lim = now-w-base+TOP+1
--- (stamps are at most now; an empty slot, 0, never does: now >= base). The
+-- (stamps are at most now; an empty slot, below 2^46, never does: now >=
+-- base and w <= 2^46). The
 -- kk-th newest stamp is in slot (head-kk) mod R; lo..hi brackets the count
 -- of the newest ones that lie in the window.
 for i = 1, #KEYS do
@@ -223,14 +230,21 @@ if ok and n > 0 and not dry then
     if k[7] == 0 or now - base > MAXOFF then
       local b, body = now, nil
       if k[7] == 0 then
-        body = string.rep(pack('<I6', TOP + 1), n) .. string.rep('\0', 6 * (R - n))
+        body = string.rep(pack('<I6', TOP + 1), n)
+        if hdr == 16 then
+          body = body .. MARK .. string.rep('\0', 6 * (R - n - 1))
+        else
+          body = body .. string.rep('\0', 6 * (R - n))
+        end
       else
         local raw = k[6] or redis.call('GET', key)
         b = now - MAXW
         local slots = {}
         for j = 0, R - 1 do
           local v = unpack('<I6', raw, hdr + 1 + 6 * j)
-          if v ~= 0 then
+          if v <= TOP then
+            v = 0
+          else
             local s = base + v - TOP - 1
             if s < b then s = b end
             v = TOP + s - b + 1
@@ -239,7 +253,7 @@ if ok and n > 0 and not dry then
         end
         local p = pack('<I6', TOP + now - b + 1)
         for j = head, head + n - 1 do slots[j % R + 1] = p end
-        if hdr == 16 then slots[nh + 1] = Z end
+        if hdr == 16 then slots[nh + 1] = MARK end
         body = table.concat(slots)
       end
       -- A whole write replaces the expiry: on the server's clock it is set
@@ -259,10 +273,10 @@ if ok and n > 0 and not dry then
     else
       local s
       if n == 1 and hdr == 16 then
-        s = pack('<I6I6', TOP + now - base + 1, 0)
+        s = pack('<I6I6', TOP + now - base + 1, MARKV)
       else
         s = string.rep(pack('<I6', TOP + now - base + 1), n)
-        if hdr == 16 then s = s .. Z end
+        if hdr == 16 then s = s .. MARK end
       end
       local m = #s / 6
       local first = R - head
