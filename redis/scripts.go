@@ -14,8 +14,13 @@ type script struct {
 // luaArgs reads the arguments every script begins with: now (microseconds,
 // or -1 for the server's TIME), the cost n and dry ('1': decide without
 // writing). A block of arguments per key follows them.
-const luaArgs = `local now = tonumber(ARGV[1])
-local n = tonumber(ARGV[2])
+//
+// The scripts read every number from a string by arithmetic (ARGV[i] + 0):
+// Lua converts it as tonumber does, at half the cost of calling tonumber.
+// The arguments are decimal integers that the Go side formats; TIME replies
+// with two.
+const luaArgs = `local now = ARGV[1] + 0
+local n = ARGV[2] + 0
 local dry = ARGV[3] == '1'
 `
 
@@ -24,7 +29,7 @@ local dry = ARGV[3] == '1'
 const luaServerTime = `local srv = now < 0
 if srv then
   local tm = redis.call('TIME')
-  now = tonumber(tm[1]) * 1000000 + tonumber(tm[2])
+  now = tm[1] * 1000000 + tm[2]
 end
 `
 
@@ -116,8 +121,8 @@ local ks = {}
 local a = 4
 for i = 1, #KEYS do
   local key = KEYS[i]
-  local cap = tonumber(ARGV[a])
-  local nr = tonumber(ARGV[a + 2])
+  local cap = ARGV[a] + 0
+  local nr = ARGV[a + 2] + 0
   local hdr, R = 16, cap + 1
   if 16 + 6 * R > 8192 then hdr, R = 24, cap end
   local raw, len = nil, 0
@@ -146,13 +151,13 @@ for i = 1, #KEYS do
     v = unpack('<I6', redis.call('GETRANGE', key, 24 + 6 * j, 29 + 6 * j))
   end
   if v > TOP and now < base + v - TOP - 1 then now = base + v - TOP - 1 end
-  ks[i] = {key, cap, tonumber(ARGV[a + 1]), nr, a + 3, raw, len, head, base, R, hdr, exp}
+  ks[i] = {key, cap, ARGV[a + 1] + 0, nr, a + 3, raw, len, head, base, R, hdr, exp, v}
   a = a + 3 + 2 * nr
 end
 local ok = n >= 0
 local ready = now
 if n < 0 then ready = -1 end
-local out = {0, now, ready}
+local out, no = {0, now, ready}, 3
 -- A stamp lies in (now-w, now] iff its slot exceeds lim = now-w-base+TOP+1
 -- (stamps are at most now; an empty slot, below 2^46, never does: now >=
 -- base and w <= 2^46). The
@@ -162,12 +167,13 @@ for i = 1, #KEYS do
   local k = ks[i]
   local key, cap, raw, head, base, R, hdr = k[1], k[2], k[6], k[8], k[9], k[10], k[11]
   for r = 0, k[4] - 1 do
-    local l = tonumber(ARGV[k[5] + 2 * r])
-    local w = tonumber(ARGV[k[5] + 2 * r + 1])
+    local l = ARGV[k[5] + 2 * r] + 0
+    local w = ARGV[k[5] + 2 * r + 1] + 0
     local lim = now - w - base + TOP + 1
     local lo, hi = 0, l
     if cap < hi then hi = cap end
-    if k[7] == 0 then hi = 0 end
+    -- No stamp in the window when the newest is not (or there is none).
+    if k[13] <= lim then hi = 0 end
     if n > l then
       ok = false
       ready = -1
@@ -206,7 +212,8 @@ for i = 1, #KEYS do
         if unpack('<I6', redis.call('GETRANGE', key, 24 + 6 * j, 29 + 6 * j)) > lim then lo = mid else hi = mid - 1 end
       end
     end
-    out[#out + 1] = l - lo
+    no = no + 1
+    out[no] = l - lo
   end
 end
 out[3] = ready
@@ -372,22 +379,22 @@ local function exact()
 end
 local ok = n >= 0
 local ready = now
-local out = {0, now, 0}
+local out, no = {0, now, 0}, 3
 local bodies, ttls = {}, {}
 local unpack, pack = struct.unpack, struct.pack
 local a = 4
 for i = 1, #KEYS do
   local key = KEYS[i]
-  local ttl = tonumber(ARGV[a])
-  local nr = tonumber(ARGV[a + 1])
+  local ttl = ARGV[a] + 0
+  local nr = ARGV[a + 1] + 0
   local raw = redis.call('GET', key)
   if raw and #raw ~= 24 * nr then
     return redis.error_reply('ERR slidelimit: key ' .. key .. ' holds ' .. #raw .. ' bytes, not a window of ' .. nr .. ' rules')
   end
   local body = ''
   for r = 0, nr - 1 do
-    local l = tonumber(ARGV[a + 2 + 2 * r])
-    local w = tonumber(ARGV[a + 3 + 2 * r])
+    local l = ARGV[a + 2 + 2 * r] + 0
+    local w = ARGV[a + 3 + 2 * r] + 0
     local ws, p, c, t = now, 0, 0, now
     if raw then
       local start, pv, cv = unpack('<ddd', raw, 1 + 24 * r)
@@ -411,7 +418,8 @@ for i = 1, #KEYS do
         while not X.le(p, d, q, w) do q = q + 1 end
       end
     end
-    out[#out + 1] = l - c - q
+    no = no + 1
+    out[no] = l - c - q
     if n > l or n < 0 then
       ok = false
       ready = -1
@@ -496,9 +504,9 @@ var bucketScript = newScript(luaArgs + luaServerTime + `local ks = {}
 local a = 4
 for i = 1, #KEYS do
   local key = KEYS[i]
-  local nr = tonumber(ARGV[a + 1])
+  local nr = ARGV[a + 1] + 0
   local size = 8
-  for r = 0, nr - 1 do size = size + 16 * tonumber(ARGV[a + 4 + 3 * r]) end
+  for r = 0, nr - 1 do size = size + 16 * (ARGV[a + 4 + 3 * r] + 0) end
   local raw = redis.call('GET', key)
   if raw and #raw ~= size then
     return redis.error_reply('ERR slidelimit: key ' .. key .. ' holds ' .. #raw .. ' bytes, not ' .. size .. ' bytes of counters')
@@ -509,7 +517,7 @@ for i = 1, #KEYS do
   else
     raw = nil
   end
-  ks[i] = {key, tonumber(ARGV[a]), nr, a + 2, raw}
+  ks[i] = {key, ARGV[a] + 0, nr, a + 2, raw}
   a = a + 2 + 3 * nr
 end
 local ok = n >= 0
@@ -520,9 +528,9 @@ for i = 1, #KEYS do
   local st = {}
   local off = 9
   for r = 0, k[3] - 1 do
-    local l = tonumber(ARGV[k[4] + 3 * r])
-    local p = tonumber(ARGV[k[4] + 1 + 3 * r])
-    local kb = tonumber(ARGV[k[4] + 2 + 3 * r])
+    local l = ARGV[k[4] + 3 * r] + 0
+    local p = ARGV[k[4] + 1 + 3 * r] + 0
+    local kb = ARGV[k[4] + 2 + 3 * r] + 0
     local b = math.floor(now / p)
     while b * p > now do b = b - 1 end
     while (b + 1) * p <= now do b = b + 1 end
