@@ -160,9 +160,8 @@ if n < 0 then ready = -1 end
 local out, no = {0, now, ready}, 3
 -- A stamp lies in (now-w, now] iff its slot exceeds lim = now-w-base+TOP+1
 -- (stamps are at most now; an empty slot, below 2^46, never does: now >=
--- base and w <= 2^46). The
--- kk-th newest stamp is in slot (head-kk) mod R; lo..hi brackets the count
--- of the newest ones that lie in the window.
+-- base and w <= 2^46). The kk-th newest stamp is in slot (head-kk) mod R;
+-- lo..hi brackets the count of the newest ones that lie in the window.
 for i = 1, #KEYS do
   local k = ks[i]
   local key, cap, raw, head, base, R, hdr = k[1], k[2], k[6], k[8], k[9], k[10], k[11]
@@ -585,7 +584,7 @@ if admit then
     redis.call('SET', key, table.concat(parts), 'PX', math.floor((ttl + 999) / 1000) + 1)
   end
 end
-local out = {ok and 1 or 0, now, ready}
+local out, no = {ok and 1 or 0, now, ready}, 3
 for i = 1, #KEYS do
   local nr, st = ks[i][3], ks[i][6]
   for r = 0, nr - 1 do
@@ -593,7 +592,8 @@ for i = 1, #KEYS do
     local left = s[5] - s[4]
     if admit then left = left - n end
     if left < 0 then left = 0 end
-    out[#out + 1] = left
+    no = no + 1
+    out[no] = left
   end
 end
 return out
