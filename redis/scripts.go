@@ -338,10 +338,10 @@ return out
 // floor of the double x/c: a quotient below an integer rounds up to it only
 // when x is at least 2^53. So q = floor(x/w), plus one when q*w < x (x =
 // prev*d; q*w <= x is exact too), and ready's quotients likewise. At or
-// above 2^53 (a window of hours with a prev in
-// the thousands) it splits the products into two 26-bit limbs: exact()
-// builds those helpers on first need, since creating closures on every call
-// costs more than the arithmetic they do. Each key's new state is packed in
+// above 2^53 (a day's window with a prev above 10^5, a year's above 300)
+// it splits the products into two 26-bit limbs: exact() builds those helpers
+// on first need, since creating closures on every call costs more than the
+// arithmetic they do. Each key's new state is packed in
 // the same pass; it is written only when the call is admitted.
 var windowScript = newScript(luaArgs + luaServerTime + `local E = 9007199254740992
 local floor = math.floor
