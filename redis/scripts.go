@@ -498,8 +498,13 @@ return out
 // enough; ready is the latest such start over the refusing rules. A key lives
 // until its newest sub-window leaves every rule: (b+k)*p, at the least the
 // least TTL. A refused call runs no write command; each key is read with one
-// GET and written with one SET (at most 16 KiB per rule).
-var bucketScript = newScript(luaArgs + luaServerTime + `local ks = {}
+// GET and written with one SET (at most 16 KiB per rule). b = floor(t/p) is
+// the floor of the double quotient, exact since t is below 2^53 (see the
+// window). A rule's pass over its counters keeps only their sum and the
+// current sub-window's cost; the counters by age are read again only when a
+// refusal needs ready.
+var bucketScript = newScript(luaArgs + luaServerTime + `local unpack, pack, floor = struct.unpack, struct.pack, math.floor
+local ks = {}
 local a = 4
 for i = 1, #KEYS do
   local key = KEYS[i]
@@ -511,7 +516,7 @@ for i = 1, #KEYS do
     return redis.error_reply('ERR slidelimit: key ' .. key .. ' holds ' .. #raw .. ' bytes, not ' .. size .. ' bytes of counters')
   end
   if raw then
-    local last = struct.unpack('<d', raw, 1)
+    local last = unpack('<d', raw, 1)
     if now < last then now = last end
   else
     raw = nil
@@ -521,6 +526,9 @@ for i = 1, #KEYS do
 end
 local ok = n >= 0
 local ready = now
+-- now is final: out collects each rule's limit less its sum, adjusted once
+-- the call is decided.
+local out, no = {0, now, 0}, 3
 for i = 1, #KEYS do
   local k = ks[i]
   local raw = k[5]
@@ -530,27 +538,33 @@ for i = 1, #KEYS do
     local l = ARGV[k[4] + 3 * r] + 0
     local p = ARGV[k[4] + 1 + 3 * r] + 0
     local kb = ARGV[k[4] + 2 + 3 * r] + 0
-    local b = math.floor(now / p)
-    while b * p > now do b = b - 1 end
-    while (b + 1) * p <= now do b = b + 1 end
-    local cnt = {}
-    local sum = 0
+    local b = floor(now / p)
+    local sum, c0 = 0, 0
     if raw then
       for s = 0, kb - 1 do
-        local sb, c = struct.unpack('<dd', raw, off + 16 * s)
+        local sb, c = unpack('<dd', raw, off + 16 * s)
         if c > 0 and sb > b - kb and sb <= b then
-          cnt[b - sb] = c
           sum = sum + c
+          if sb == b then c0 = c end
         end
       end
     end
-    st[r] = {off, b, kb, sum, l, p, cnt[0] or 0}
+    st[r] = {off, b, kb, p, c0}
+    no = no + 1
+    out[no] = l - sum
     if n > l or n < 0 then
       ok = false
       ready = -1
     elseif n > 0 and sum + n > l then
       ok = false
       if ready >= 0 then
+        -- Only now are the counters needed by age: cnt[age] is the cost
+        -- of sub-window b-age.
+        local cnt = {}
+        for s = 0, kb - 1 do
+          local sb, c = unpack('<dd', raw, off + 16 * s)
+          if c > 0 and sb > b - kb and sb <= b then cnt[b - sb] = c end
+        end
         local j, s = b, sum
         while s + n > l do
           j = j + 1
@@ -567,12 +581,12 @@ local admit = ok and n > 0 and not dry
 if admit then
   for i = 1, #KEYS do
     local key, ttl, nr, raw, st = ks[i][1], ks[i][2], ks[i][3], ks[i][5], ks[i][6]
-    local parts = {struct.pack('<d', now)}
+    local parts = {pack('<d', now)}
     for r = 0, nr - 1 do
       local s = st[r]
-      local o, b, k, p = s[1], s[2], s[3], s[6]
+      local o, b, k, p = s[1], s[2], s[3], s[4]
       local j = b % k
-      local slot = struct.pack('<dd', b, s[7] + n)
+      local slot = pack('<dd', b, s[5] + n)
       if raw then
         parts[r + 2] = raw:sub(o, o + 16 * j - 1) .. slot .. raw:sub(o + 16 * (j + 1), o + 16 * k - 1)
       else
@@ -581,20 +595,16 @@ if admit then
       local e = (b + k) * p - now
       if e > ttl then ttl = e end
     end
-    redis.call('SET', key, table.concat(parts), 'PX', math.floor((ttl + 999) / 1000) + 1)
+    redis.call('SET', key, table.concat(parts), 'PX', floor((ttl + 999) / 1000) + 1)
   end
 end
-local out, no = {ok and 1 or 0, now, ready}, 3
-for i = 1, #KEYS do
-  local nr, st = ks[i][3], ks[i][6]
-  for r = 0, nr - 1 do
-    local s = st[r]
-    local left = s[5] - s[4]
-    if admit then left = left - n end
-    if left < 0 then left = 0 end
-    no = no + 1
-    out[no] = left
-  end
+if ok then out[1] = 1 end
+out[3] = ready
+for j = 4, no do
+  local left = out[j]
+  if admit then left = left - n end
+  if left < 0 then left = 0 end
+  out[j] = left
 end
 return out
 `)
