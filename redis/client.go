@@ -35,8 +35,10 @@ type Client interface {
 var ErrNoScript = errors.New("redis: NOSCRIPT: the server does not have the script")
 
 // NewGoRedis returns a Client on a go-redis client (*goredis.Client for one
-// node or Sentinel, *goredis.ClusterClient, *goredis.Ring). The client is
-// shared, not owned: closing it is the caller's business.
+// node or Sentinel, *goredis.ClusterClient, *goredis.Ring, or the
+// *goredis.AutoPipeliner of a *goredis.Client, which lets concurrent
+// decisions share round trips: see docs/redis.md). The client is shared,
+// not owned: closing it is the caller's business.
 //
 // Scripts are sent with the client's automatic retries turned off for each
 // call (the command says it must not be retried), whatever the client's

@@ -1,0 +1,151 @@
+package redis_test
+
+import (
+	"sync"
+	"testing"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/slidelimit/slidelimit/internal/conformance"
+	"github.com/slidelimit/slidelimit/redis"
+	"github.com/slidelimit/slidelimit/redis/internal/redistest"
+)
+
+// autopipelined returns a Client on go-redis's autopipeliner over gc: calls
+// from many goroutines share round trips, each decision still one script
+// call.
+func autopipelined(t *testing.T, gc *goredis.Client) redis.Client {
+	t.Helper()
+	ap, err := gc.AutoPipeline()
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = ap.Close() })
+	c, err := redis.NewGoRedis(ap)
+	require.NoError(t, err)
+	return c
+}
+
+// TestAutoPipeline: the limiters on go-redis's autopipeliner (a
+// *goredis.AutoPipeliner passed to NewGoRedis) keep every guarantee they have
+// on a plain client: the shared contract and its outside-view check on
+// caller-given instants; 16 goroutines on the server's clock, seen through
+// the instants of their admissions, within the limit in every window; a
+// script flush under load answered by sending the source, with nothing
+// admitted beyond the limit; and a decision whose reply is lost applied once
+// and reported as an error, although the client is configured to retry.
+func TestAutoPipeline(t *testing.T) {
+	s, gc, _ := standalone(t)
+	c := autopipelined(t, gc)
+
+	t.Run("conformance-log", func(t *testing.T) { conformance.Run(t, suiteOptions(t, c, true)) })
+	t.Run("conformance-window", func(t *testing.T) { conformance.Run(t, suiteOptions(t, c, false)) })
+	t.Run("outside-log", func(t *testing.T) { conformance.RunOutside(t, suiteOptions(t, c, true)) })
+	t.Run("outside-window", func(t *testing.T) { conformance.RunOutside(t, suiteOptions(t, c, false)) })
+
+	t.Run("server-time", func(t *testing.T) {
+		rules := []redis.Rule{{Limit: 30, Window: 20 * time.Millisecond}, {Limit: 100, Window: 200 * time.Millisecond}}
+		for _, exact := range []bool{true, false} {
+			mk := mustWindow
+			if exact {
+				mk = mustLog
+			}
+			l := mk(t, c, redis.Options{Prefix: "ap", Timeout: time.Second}, rules...)
+			var mu sync.Mutex
+			var admitted []stamp
+			refused := 0
+			var wg sync.WaitGroup
+			for g := range 16 {
+				wg.Go(func() {
+					for i := range 120 {
+						n := 1 + (g+i)%3
+						d, err := l.AllowN(t.Context(), "shared", time.Time{}, n)
+						if err != nil {
+							t.Errorf("goroutine %d call %d: %v", g, i, err)
+							return
+						}
+						mu.Lock()
+						if d.Allowed {
+							admitted = append(admitted, stamp{d.At.UnixMicro(), n})
+						} else {
+							refused++
+						}
+						mu.Unlock()
+					}
+				})
+			}
+			wg.Wait()
+			require.NotEmpty(t, admitted)
+			require.Positive(t, refused, "the load must exceed the limit for the test to mean anything")
+			for _, r := range rules {
+				bound := r.Limit
+				if !exact {
+					bound = 2*r.Limit - 1
+				}
+				require.LessOrEqual(t, maxInWindow(admitted, r.Window.Microseconds()), bound, "exact %v rule %v", exact, r)
+			}
+		}
+	})
+
+	t.Run("script-flush", func(t *testing.T) {
+		rule := redis.Rule{Limit: 25, Window: 40 * time.Millisecond}
+		for _, exact := range []bool{true, false} {
+			mk := mustWindow
+			if exact {
+				mk = mustLog
+			}
+			l := mk(t, c, redis.Options{Prefix: "apflush", Timeout: time.Second}, rule)
+			flush := func() {
+				for range 3 {
+					_, err := redistest.Do(s.Addr(), "SCRIPT", "FLUSH")
+					require.NoError(t, err)
+				}
+			}
+			bySrc := split(load(t, l, "flush", 8, 60, flush))
+			require.Len(t, bySrc, 1, "every call decided by Redis: %v", keys(bySrc))
+			bound := rule.Limit
+			if !exact {
+				bound = 2*rule.Limit - 1
+			}
+			require.LessOrEqual(t, maxInWindow(bySrc[redis.FromRedis], rule.Window.Microseconds()), bound)
+		}
+	})
+
+	t.Run("lost-reply", func(t *testing.T) {
+		rule := redis.Rule{Limit: 5, Window: time.Hour}
+		now := at(epoch)
+		l0 := mustLog(t, c, redis.Options{Prefix: "aplost"}, rule)
+		require.NoError(t, l0.Load(t.Context()))
+		p := newDropProxy(t, s.Addr(), "evalsha")
+		p.armed.Store(false)
+		pgc := goredis.NewClient(&goredis.Options{Addr: p.ln.Addr().String(), MaxRetries: 5, ContextTimeoutEnabled: true})
+		t.Cleanup(func() { _ = pgc.Close() })
+		ap, err := pgc.AutoPipeline()
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = ap.Close() })
+
+		// The hazard: a plain EVALSHA through this autopipeliner is retried
+		// after its reply is lost, and so applied twice.
+		logSHA, _ := redis.ScriptSHAs()
+		rk, err := redis.RedisKey(l0, "plain")
+		require.NoError(t, err)
+		p.armed.Store(true)
+		err = ap.EvalSha(t.Context(), logSHA, []string{rk}, now.UnixMicro(), 1, 0, 5, 3600001, 1, 5, int64(3600000000)).Err()
+		require.NoError(t, err, "the autopipeliner retried the lost call and got the second reply")
+		d, err := l0.AllowN(t.Context(), "plain", now, 0)
+		require.NoError(t, err)
+		require.Equal(t, 3, d.Remaining[0], "the plain retried call was applied twice")
+
+		// The limiter through the same autopipeliner: once, and an error.
+		pc, err := redis.NewGoRedis(ap)
+		require.NoError(t, err)
+		l := mustLog(t, pc, redis.Options{Prefix: "aplost", Timeout: time.Second}, rule)
+		p.armed.Store(true)
+		d, err = l.AllowN(t.Context(), "k", now, 1)
+		require.Error(t, err)
+		require.False(t, d.Allowed)
+		d, err = l0.AllowN(t.Context(), "k", now, 0)
+		require.NoError(t, err)
+		require.Equal(t, 4, d.Remaining[0], "the decision was applied exactly once")
+	})
+}
