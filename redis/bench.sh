@@ -10,7 +10,8 @@
 # Each run is one `go test -bench` process with its own server, so the
 # runs interleave the deciders instead of timing each one on its own.
 # Decisions per second are listed per run; the ratio is the median against
-# redis_rate's median at the same number of goroutines. The load average is
+# redis_rate's median at the same number of goroutines (for the deciders on
+# go-redis's autopipeliner, "-ap", against redis_rate's on it). The load average is
 # printed before and after: the numbers mean little on a busy machine.
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -57,7 +58,8 @@ END {
 	print "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"
 	for (i = 1; i <= n; i++) {
 		k = order[i]; split(k, kg, SUBSEP)
-		ref = "redis_rate" SUBSEP kg[2]
+		# a decider on the autopipeliner ("-ap") against redis_rate on it
+		ref = (kg[1] ~ /-ap$/ ? "redis_rate-ap" : "redis_rate") SUBSEP kg[2]
 		ratio = (ref in dps) ? sprintf("%.2fx", median(dps[k]) / median(dps[ref])) : "-"
 		printf "| %s | %s | %s | %d | %s | %d | %d | %.3f | %.1f |\n", kg[1], kg[2], list(dps[k]), median(dps[k]), ratio, median(p50[k]), median(p99[k]), median(scr[k]), median(srv[k])
 	}

@@ -34,15 +34,33 @@ const (
 type decider func(ctx context.Context, key string) error
 
 func benchDeciders(b *testing.B, gc *goredis.Client, rate redis_rate.Limit) map[string]decider {
-	c, err := redis.NewGoRedis(gc)
+	ds := deciders(b, gc, rate, "bench")
+	// The same deciders on go-redis's autopipeliner over the same client
+	// ("-ap"): concurrent calls share round trips, each decision still one
+	// script call. Their own keys (redis_rate's are shared), so that each set
+	// starts alike.
+	ap, err := gc.AutoPipeline()
+	require.NoError(b, err)
+	b.Cleanup(func() { _ = ap.Close() })
+	for name, d := range deciders(b, ap, rate, "benchap") {
+		if name == "log" || name == "window" || name == "redis_rate" {
+			ds[name+"-ap"] = d
+		}
+	}
+	return ds
+}
+
+// deciders returns each decider on client u, its keys under prefix.
+func deciders(b *testing.B, u goredis.UniversalClient, rate redis_rate.Limit, prefix string) map[string]decider {
+	c, err := redis.NewGoRedis(u)
 	require.NoError(b, err)
 	rule := redis.Rule{Limit: benchLimit, Window: time.Second}
-	lg := mustLog(b, c, redis.Options{Prefix: "bench"}, rule)
-	win := mustWindow(b, c, redis.Options{Prefix: "bench"}, rule)
-	lg3 := mustLog(b, c, redis.Options{Prefix: "bench3"}, rule, redis.Rule{Limit: 1000, Window: time.Minute}, redis.Rule{Limit: 10000, Window: time.Hour})
-	bkt, err := redis.NewBuckets(c, testOptions(redis.Options{Prefix: "bench"}), redis.Rule{Limit: benchLimit, Window: time.Second, Precision: 100 * time.Millisecond})
+	lg := mustLog(b, c, redis.Options{Prefix: prefix}, rule)
+	win := mustWindow(b, c, redis.Options{Prefix: prefix}, rule)
+	lg3 := mustLog(b, c, redis.Options{Prefix: prefix + "3"}, rule, redis.Rule{Limit: 1000, Window: time.Minute}, redis.Rule{Limit: 10000, Window: time.Hour})
+	bkt, err := redis.NewBuckets(c, testOptions(redis.Options{Prefix: prefix}), redis.Rule{Limit: benchLimit, Window: time.Second, Precision: 100 * time.Millisecond})
 	require.NoError(b, err)
-	rr := redis_rate.NewLimiter(gc)
+	rr := redis_rate.NewLimiter(u) // its keys are "rate:" + key whatever the client
 	allow := func(l *redis.Limiter) decider {
 		return func(ctx context.Context, key string) error { _, err := l.Allow(ctx, key); return err }
 	}
