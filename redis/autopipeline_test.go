@@ -29,7 +29,7 @@ func autopipelined(t *testing.T, gc *goredis.Client) redis.Client {
 // TestAutoPipeline: the limiters on go-redis's autopipeliner (a
 // *goredis.AutoPipeliner passed to NewGoRedis) keep every guarantee they have
 // on a plain client: the shared contract and its outside-view check on
-// caller-given instants; 16 goroutines on the server's clock, seen through
+// caller-given instants (and the contract on a three-master cluster); 16 goroutines on the server's clock, seen through
 // the instants of their admissions, within the limit in every window; a
 // script flush under load answered by sending the source, with nothing
 // admitted beyond the limit; and a decision whose reply is lost applied once
@@ -42,6 +42,15 @@ func TestAutoPipeline(t *testing.T) {
 	t.Run("conformance-window", func(t *testing.T) { conformance.Run(t, suiteOptions(t, c, false)) })
 	t.Run("outside-log", func(t *testing.T) { conformance.RunOutside(t, suiteOptions(t, c, true)) })
 	t.Run("outside-window", func(t *testing.T) { conformance.RunOutside(t, suiteOptions(t, c, false)) })
+	t.Run("cluster-log", func(t *testing.T) {
+		cgc, _ := clusterClient(t, redistest.StartCluster(t))
+		ap, err := cgc.AutoPipeline()
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = ap.Close() })
+		cc, err := redis.NewGoRedis(ap)
+		require.NoError(t, err)
+		conformance.Run(t, suiteOptions(t, cc, true))
+	})
 
 	t.Run("server-time", func(t *testing.T) {
 		rules := []redis.Rule{{Limit: 30, Window: 20 * time.Millisecond}, {Limit: 100, Window: 200 * time.Millisecond}}
