@@ -1,6 +1,7 @@
 package redis_test
 
 import (
+	"context"
 	"sync"
 	"testing"
 	"time"
@@ -13,12 +14,12 @@ import (
 	"github.com/slidelimit/slidelimit/redis/internal/redistest"
 )
 
-// autopipelined returns a Client on go-redis's autopipeliner over gc: calls
-// from many goroutines share round trips, each decision still one script
-// call.
+// autopipelined returns a Client on go-redis's deferred autopipeliner over
+// gc: calls from many goroutines share round trips, each decision still one
+// script call.
 func autopipelined(t *testing.T, gc *goredis.Client) redis.Client {
 	t.Helper()
-	ap, err := gc.AutoPipeline()
+	ap, err := gc.AsyncAutoPipeline()
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = ap.Close() })
 	c, err := redis.NewGoRedis(ap)
@@ -26,17 +27,28 @@ func autopipelined(t *testing.T, gc *goredis.Client) redis.Client {
 	return c
 }
 
-// TestAutoPipeline: the limiters on go-redis's autopipeliner (a
-// *goredis.AutoPipeliner passed to NewGoRedis) keep every guarantee they have
-// on a plain client: the shared contract and its outside-view check on
+// TestAutoPipeline: the limiters on go-redis's deferred autopipeliner (the
+// *goredis.AutoPipeliner of AsyncAutoPipeline passed to NewGoRedis, which
+// refuses the blocking one) keep every guarantee they have on a plain client: the shared contract and its outside-view check on
 // caller-given instants (and the contract on a three-master cluster); 16 goroutines on the server's clock, seen through
 // the instants of their admissions, within the limit in every window; a
 // script flush under load answered by sending the source, with nothing
-// admitted beyond the limit; and a decision whose reply is lost applied once
-// and reported as an error, although the client is configured to retry.
+// admitted beyond the limit; the server killed under load and restarted
+// empty, under each failure policy (as TestOutsideKillRestart); a paused and
+// a stopped server, each decision ending at its timeout; and a
+// decision whose reply is lost applied once and reported as an error,
+// although the client is configured to retry.
 func TestAutoPipeline(t *testing.T) {
 	s, gc, _ := standalone(t)
 	c := autopipelined(t, gc)
+
+	t.Run("blocking-refused", func(t *testing.T) {
+		ap, err := gc.AutoPipeline()
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = ap.Close() })
+		_, err = redis.NewGoRedis(ap)
+		require.ErrorContains(t, err, "AsyncAutoPipeline")
+	})
 
 	t.Run("conformance-log", func(t *testing.T) { conformance.Run(t, suiteOptions(t, c, true)) })
 	t.Run("conformance-window", func(t *testing.T) { conformance.Run(t, suiteOptions(t, c, false)) })
@@ -44,7 +56,7 @@ func TestAutoPipeline(t *testing.T) {
 	t.Run("outside-window", func(t *testing.T) { conformance.RunOutside(t, suiteOptions(t, c, false)) })
 	t.Run("cluster-log", func(t *testing.T) {
 		cgc, _ := clusterClient(t, redistest.StartCluster(t))
-		ap, err := cgc.AutoPipeline()
+		ap, err := cgc.AsyncAutoPipeline()
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = ap.Close() })
 		cc, err := redis.NewGoRedis(ap)
@@ -120,6 +132,50 @@ func TestAutoPipeline(t *testing.T) {
 		}
 	})
 
+	t.Run("kill-restart", func(t *testing.T) {
+		// A server of its own: this one is stopped and restarted empty.
+		s2, gc2, _ := standalone(t)
+		killRestart(t, s2, autopipelined(t, gc2), "log", redis.Rule{Limit: 5, Window: 50 * time.Millisecond})
+	})
+
+	t.Run("timeout", func(t *testing.T) {
+		// A server that stops answering, then one that is down: each
+		// decision still ends at its timeout, with its policy's answer.
+		s2, gc2, _ := standalone(t)
+		c2 := autopipelined(t, gc2)
+		const timeout = 200 * time.Millisecond
+		rule := redis.Rule{Limit: 5, Window: time.Second}
+		closed := mustLog(t, c2, redis.Options{Prefix: "apclosed", Timeout: timeout}, rule)
+		open := mustLog(t, c2, redis.Options{Prefix: "apopen", Timeout: timeout, OnError: redis.FailOpen}, rule)
+		for _, l := range []*redis.Limiter{closed, open} {
+			_, err := l.Allow(t.Context(), "k") // loads the script
+			require.NoError(t, err)
+		}
+		check := func(what string) {
+			for range 3 {
+				start := time.Now()
+				d, err := closed.Allow(t.Context(), "k")
+				took := time.Since(start)
+				require.ErrorIs(t, err, context.DeadlineExceeded, what)
+				require.False(t, d.Allowed)
+				require.Less(t, took, timeout+300*time.Millisecond, "%s: fail closed took %v", what, took)
+				start = time.Now()
+				d, err = open.Allow(t.Context(), "k")
+				took = time.Since(start)
+				require.NoError(t, err, what)
+				require.True(t, d.Allowed)
+				require.Equal(t, redis.FromFailOpen, d.Source, what)
+				require.Less(t, took, timeout+300*time.Millisecond, "%s: fail open took %v", what, took)
+			}
+		}
+		_, err := redistest.Do(s2.Addr(), "CLIENT", "PAUSE", "3000", "ALL")
+		require.NoError(t, err)
+		check("paused")
+		s2.Stop()
+		check("down")
+		s2.Restart()
+	})
+
 	t.Run("lost-reply", func(t *testing.T) {
 		rule := redis.Rule{Limit: 5, Window: time.Hour}
 		now := at(epoch)
@@ -129,7 +185,7 @@ func TestAutoPipeline(t *testing.T) {
 		p.armed.Store(false)
 		pgc := goredis.NewClient(&goredis.Options{Addr: p.ln.Addr().String(), MaxRetries: 5, ContextTimeoutEnabled: true})
 		t.Cleanup(func() { _ = pgc.Close() })
-		ap, err := pgc.AutoPipeline()
+		ap, err := pgc.AsyncAutoPipeline()
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = ap.Close() })
 

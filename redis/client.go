@@ -35,10 +35,12 @@ type Client interface {
 var ErrNoScript = errors.New("redis: NOSCRIPT: the server does not have the script")
 
 // NewGoRedis returns a Client on a go-redis client (*goredis.Client for one
-// node or Sentinel, *goredis.ClusterClient, *goredis.Ring, or the
-// *goredis.AutoPipeliner of a *goredis.Client, which lets concurrent
-// decisions share round trips: see docs/redis.md). The client is shared,
-// not owned: closing it is the caller's business.
+// node or Sentinel, *goredis.ClusterClient, *goredis.Ring, or the deferred
+// *goredis.AutoPipeliner that AsyncAutoPipeline returns, which lets
+// concurrent decisions share round trips: see docs/redis.md). It refuses the
+// blocking autopipeliner of AutoPipeline, whose calls outlive their
+// deadline. The client is shared, not owned: closing it is the caller's
+// business.
 //
 // Scripts are sent with the client's automatic retries turned off for each
 // call (the command says it must not be retried), whatever the client's
@@ -52,6 +54,11 @@ var ErrNoScript = errors.New("redis: NOSCRIPT: the server does not have the scri
 func NewGoRedis(c goredis.UniversalClient) (Client, error) {
 	if c == nil {
 		return nil, errors.New("redis: NewGoRedis: client must not be nil")
+	}
+	if ap, ok := c.(*goredis.AutoPipeliner); ok && ap.IsBlocking() {
+		// Its calls wait for their batch whatever their context: a
+		// decision would outlive its timeout while Redis stalls.
+		return nil, errors.New("redis: NewGoRedis: a blocking autopipeliner (AutoPipeline) does not end a call at its context's deadline; use AsyncAutoPipeline")
 	}
 	return goRedis{c: c}, nil
 }
@@ -72,7 +79,16 @@ func (g goRedis) run(ctx context.Context, name, first string, keys []string, arg
 	}
 	a = append(a, args...)
 	cmd := onceCmd{goredis.NewCmd(ctx, a...)}
-	if err := g.c.Process(ctx, cmd); err != nil {
+	var err error
+	if ap, ok := g.c.(*goredis.AutoPipeliner); ok {
+		// The deferred face: queue the script, wait for its reply only
+		// until ctx is done. A call abandoned at its deadline may still
+		// run, as one whose reply a timeout cut off.
+		err = ap.Submit(ctx, cmd).WaitContext(ctx)
+	} else {
+		err = g.c.Process(ctx, cmd)
+	}
+	if err != nil {
 		if goredis.HasErrorPrefix(err, "NOSCRIPT") || errors.Is(err, goredis.ErrNoScript) {
 			return nil, fmt.Errorf("%w (%v)", ErrNoScript, err)
 		}

@@ -116,6 +116,7 @@ func killRestart(t *testing.T, s *redistest.Server, c redis.Client, kind string,
 		// recovery is eventual: load again until a whole load is decided
 		// by Redis. Every Redis admission since the restart counts.
 		var after []redis.Decision
+		restarted := time.Now()
 		require.Eventually(t, func() bool {
 			ds := load(t, l, "k", 8, 20, nil)
 			after = append(after, ds...)
@@ -126,6 +127,7 @@ func killRestart(t *testing.T, s *redistest.Server, c redis.Client, kind string,
 			}
 			return true
 		}, 10*time.Second, 10*time.Millisecond, "policy %d: Redis never decided a whole load again after the restart", p)
+		t.Logf("%s, policy %d: Redis decided a whole load again %v after the restart", kind, p, time.Since(restarted).Round(time.Millisecond))
 		bySrc = split(after)
 		require.NotEmpty(t, bySrc[redis.FromRedis])
 		got, most = bound(bySrc[redis.FromRedis])
