@@ -39,7 +39,7 @@ func benchDeciders(b *testing.B, gc *goredis.Client, rate redis_rate.Limit) map[
 	// ("-ap"): concurrent calls share round trips, each decision still one
 	// script call. Their own keys (redis_rate's are shared), so that each set
 	// starts alike.
-	ap, err := gc.AutoPipeline()
+	ap, err := gc.AsyncAutoPipeline()
 	require.NoError(b, err)
 	b.Cleanup(func() { _ = ap.Close() })
 	for name, d := range deciders(b, ap, rate, "benchap") {
