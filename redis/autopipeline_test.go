@@ -2,7 +2,6 @@ package redis_test
 
 import (
 	"context"
-	"sync"
 	"testing"
 	"time"
 
@@ -71,40 +70,7 @@ func TestAutoPipeline(t *testing.T) {
 			if exact {
 				mk = mustLog
 			}
-			l := mk(t, c, redis.Options{Prefix: "ap", Timeout: time.Second}, rules...)
-			var mu sync.Mutex
-			var admitted []stamp
-			refused := 0
-			var wg sync.WaitGroup
-			for g := range 16 {
-				wg.Go(func() {
-					for i := range 120 {
-						n := 1 + (g+i)%3
-						d, err := l.AllowN(t.Context(), "shared", time.Time{}, n)
-						if err != nil {
-							t.Errorf("goroutine %d call %d: %v", g, i, err)
-							return
-						}
-						mu.Lock()
-						if d.Allowed {
-							admitted = append(admitted, stamp{d.At.UnixMicro(), n})
-						} else {
-							refused++
-						}
-						mu.Unlock()
-					}
-				})
-			}
-			wg.Wait()
-			require.NotEmpty(t, admitted)
-			require.Positive(t, refused, "the load must exceed the limit for the test to mean anything")
-			for _, r := range rules {
-				bound := r.Limit
-				if !exact {
-					bound = 2*r.Limit - 1
-				}
-				require.LessOrEqual(t, maxInWindow(admitted, r.Window.Microseconds()), bound, "exact %v rule %v", exact, r)
-			}
+			serverTimeLoad(t, exact, rules, mk(t, c, redis.Options{Prefix: "ap", Timeout: time.Second}, rules...))
 		}
 	})
 

@@ -54,42 +54,50 @@ func TestOutsideServerTime(t *testing.T) {
 		if exact {
 			mk = mustLog
 		}
-		ls := []*redis.Limiter{mk(t, c1, redis.Options{Timeout: time.Second}, rules...), mk(t, c2, redis.Options{Timeout: time.Second}, rules...)}
-		var mu sync.Mutex
-		var admitted []stamp
-		refused := 0
-		var wg sync.WaitGroup
-		for g := range 16 {
-			wg.Go(func() {
-				l := ls[g%2]
-				for i := range 120 {
-					n := 1 + (g+i)%3
-					d, err := l.AllowN(t.Context(), "shared", time.Time{}, n)
-					if err != nil {
-						t.Errorf("goroutine %d call %d: %v", g, i, err)
-						return
-					}
-					mu.Lock()
-					if d.Allowed {
-						admitted = append(admitted, stamp{d.At.UnixMicro(), n})
-					} else {
-						refused++
-					}
-					mu.Unlock()
+		serverTimeLoad(t, exact, rules, mk(t, c1, redis.Options{Timeout: time.Second}, rules...), mk(t, c2, redis.Options{Timeout: time.Second}, rules...))
+	}
+}
+
+// serverTimeLoad runs 16 goroutines, goroutine g on ls[g%len(ls)], each
+// making 120 weighted calls on one key on the server's clock, and checks from
+// the instants the script returned for the admitted calls that no window of
+// any rule holds more than its limit (exact) or 2*limit-1 (the window).
+func serverTimeLoad(t *testing.T, exact bool, rules []redis.Rule, ls ...*redis.Limiter) {
+	t.Helper()
+	var mu sync.Mutex
+	var admitted []stamp
+	refused := 0
+	var wg sync.WaitGroup
+	for g := range 16 {
+		wg.Go(func() {
+			l := ls[g%len(ls)]
+			for i := range 120 {
+				n := 1 + (g+i)%3
+				d, err := l.AllowN(t.Context(), "shared", time.Time{}, n)
+				if err != nil {
+					t.Errorf("goroutine %d call %d: %v", g, i, err)
+					return
 				}
-			})
-		}
-		wg.Wait()
-		require.NotEmpty(t, admitted)
-		require.Positive(t, refused, "the load must exceed the limit for the test to mean anything")
-		for _, r := range rules {
-			got := maxInWindow(admitted, r.Window.Microseconds())
-			bound := r.Limit
-			if !exact {
-				bound = 2*r.Limit - 1
+				mu.Lock()
+				if d.Allowed {
+					admitted = append(admitted, stamp{d.At.UnixMicro(), n})
+				} else {
+					refused++
+				}
+				mu.Unlock()
 			}
-			require.LessOrEqual(t, got, bound, "exact %v rule %v: admitted %d in one window", exact, r, got)
-			t.Logf("exact %v rule %d/%v: max %d in a window, %d admitted calls, %d refused", exact, r.Limit, r.Window, got, len(admitted), refused)
+		})
+	}
+	wg.Wait()
+	require.NotEmpty(t, admitted)
+	require.Positive(t, refused, "the load must exceed the limit for the test to mean anything")
+	for _, r := range rules {
+		got := maxInWindow(admitted, r.Window.Microseconds())
+		bound := r.Limit
+		if !exact {
+			bound = 2*r.Limit - 1
 		}
+		require.LessOrEqual(t, got, bound, "exact %v rule %v: admitted %d in one window", exact, r, got)
+		t.Logf("exact %v rule %d/%v: max %d in a window, %d admitted calls, %d refused", exact, r.Limit, r.Window, got, len(admitted), refused)
 	}
 }
