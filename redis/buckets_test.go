@@ -136,12 +136,7 @@ func replayBuckets(t *testing.T, c redis.Client) {
 				}
 				require.Equal(t, fmt.Sprint(d.Allowed, d.At, d.ReadyAt, before), fmt.Sprint(chk.Allowed, chk.At, chk.ReadyAt, chk.Remaining), "%s: CheckN, then AllowN", where)
 				ok, atUS, ready, rem := o.allowN(cl.t, cl.n)
-				gotReady := int64(-1)
-				if !d.ReadyAt.IsZero() {
-					gotReady = d.ReadyAt.UnixMicro()
-				}
-				require.Equal(t, fmt.Sprint(ok, atUS-epoch, ready-epoch, rem), fmt.Sprint(d.Allowed, d.At.UnixMicro()-epoch, gotReady-epoch, d.Remaining),
-					"%s: {allowed, at, ready, remaining} (want: the oracle's)", where)
+				requireDecision(t, where, d, ok, atUS, ready, rem)
 				if ok {
 					admitted++
 					if cl.n > 0 {

@@ -177,18 +177,6 @@ func replayGroup(t *testing.T, c redis.Client, exact bool) {
 	require.Positive(t, singles)
 }
 
-func requireDecision(t *testing.T, what string, d redis.Decision, ok bool, atUS, ready int64, rem []int) {
-	t.Helper()
-	gotReady := int64(-1)
-	if !d.ReadyAt.IsZero() {
-		gotReady = d.ReadyAt.UnixMicro()
-	}
-	if d.Allowed != ok || d.At.UnixMicro() != atUS || gotReady != ready || fmt.Sprint(d.Remaining) != fmt.Sprint(rem) {
-		t.Fatalf("%s = {allowed %v at %d ready %d remaining %v}, oracle {allowed %v at %d ready %d remaining %v}",
-			what, d.Allowed, d.At.UnixMicro()-epoch, gotReady-epoch, d.Remaining, ok, atUS-epoch, ready-epoch, rem)
-	}
-}
-
 // TestGroupMatchesOracle: several keys in one decision, on caller-given
 // instants, decide exactly as one model per key taken all or nothing, for
 // the exact log and the window, on one server; single-key calls on the same

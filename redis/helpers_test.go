@@ -153,3 +153,17 @@ func (quiet) Printf(context.Context, string, ...any) {}
 func init() { goredis.SetLogger(quiet{}) }
 
 func fmtSscan(s string, v *int) (int, error) { return fmt.Sscan(s, v) }
+
+// requireDecision fails the test unless d is the oracle's answer: admitted,
+// at, ready (-1: never) and remaining, instants in microseconds.
+func requireDecision(t *testing.T, what string, d redis.Decision, ok bool, atUS, ready int64, rem []int) {
+	t.Helper()
+	gotReady := int64(-1)
+	if !d.ReadyAt.IsZero() {
+		gotReady = d.ReadyAt.UnixMicro()
+	}
+	if d.Allowed != ok || d.At.UnixMicro() != atUS || gotReady != ready || fmt.Sprint(d.Remaining) != fmt.Sprint(rem) {
+		t.Fatalf("%s = {allowed %v at %d ready %d remaining %v}, oracle {allowed %v at %d ready %d remaining %v}",
+			what, d.Allowed, d.At.UnixMicro()-epoch, gotReady-epoch, d.Remaining, ok, atUS-epoch, ready-epoch, rem)
+	}
+}

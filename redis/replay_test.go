@@ -193,14 +193,7 @@ func TestLogLargeRing(t *testing.T) {
 		d, err := l.AllowN(t.Context(), "k", at(tm), n)
 		require.NoError(t, err)
 		ok, atUS, ready, rem := o.allowN(tm, n)
-		gotReady := int64(-1)
-		if !d.ReadyAt.IsZero() {
-			gotReady = d.ReadyAt.UnixMicro()
-		}
-		require.Equal(t, ok, d.Allowed, "step %d", i)
-		require.Equal(t, atUS, d.At.UnixMicro(), "step %d: at", i)
-		require.Equal(t, ready, gotReady, "step %d: ready", i)
-		require.Equal(t, rem, d.Remaining, "step %d: remaining", i)
+		requireDecision(t, fmt.Sprintf("step %d: AllowN(t=%d, n=%d)", i, tm-epoch, n), d, ok, atUS, ready, rem)
 		if ok {
 			admitted++
 			units += n
@@ -271,14 +264,7 @@ func TestLogRebase(t *testing.T) {
 			d, err := l.AllowN(t.Context(), "k", at(now), n)
 			require.NoError(t, err)
 			ok, atUS, ready, rem := o.allowN(now, n)
-			gotReady := int64(-1)
-			if !d.ReadyAt.IsZero() {
-				gotReady = d.ReadyAt.UnixMicro()
-			}
-			require.Equal(t, ok, d.Allowed, "step %d", i)
-			require.Equal(t, atUS, d.At.UnixMicro(), "step %d: at", i)
-			require.Equal(t, ready, gotReady, "step %d: ready", i)
-			require.Equal(t, rem, d.Remaining, "step %d: remaining", i)
+			requireDecision(t, fmt.Sprintf("step %d: AllowN(t=%d, n=%d)", i, now-epoch, n), d, ok, atUS, ready, rem)
 			if ok {
 				admitted++
 			} else {
