@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/slidelimit/slidelimit"
+	"github.com/slidelimit/slidelimit/internal/clock"
 )
 
 // ErrNeverReady is wrapped by the error WaitN returns, at once and having
@@ -18,13 +19,6 @@ var ErrNeverReady = slidelimit.ErrNeverReady
 // having admitted nothing, when the context's deadline falls before the
 // instant n could be admitted. It is the module's [slidelimit.ErrDeadline].
 var ErrDeadline = slidelimit.ErrDeadline
-
-// Bounds on WaitN's retries when a refusal's ReadyAt is its own instant (the
-// room was taken between two decisions), as for the in-process limiters.
-const (
-	immediateRetries = 3
-	maxRetryWait     = time.Millisecond
-)
 
 // Wait is shorthand for WaitN(ctx, key, 1).
 func (l *Limiter) Wait(ctx context.Context, key string) error { return l.WaitN(ctx, key, 1) }
@@ -110,11 +104,11 @@ func waitN(ctx context.Context, n int, clk waitClock, decide func(context.Contex
 			// Refused, yet ready at its own instant (a fallback
 			// decision whose room another caller took between its
 			// check and its record). Retry at once a few times, then
-			// back off (1µs, doubling up to maxRetryWait): never spin.
-			if retries++; retries <= immediateRetries {
+			// back off, as the in-process limiters do: never spin.
+			retries++
+			if wait = clock.RetryDelay(retries); wait == 0 {
 				continue
 			}
-			wait = min(time.Microsecond<<min(retries-immediateRetries-1, 20), maxRetryWait)
 		} else {
 			retries = 0
 		}

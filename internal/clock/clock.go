@@ -66,11 +66,23 @@ var ErrNeverReady = slidelimit.ErrNeverReady
 // slidelimit.ErrDeadline.
 var ErrDeadline = slidelimit.ErrDeadline
 
-// Bounds on Wait's retries when ReadyAt says "now" but AllowN refuses.
+// Bounds on a waiter's retries when ReadyAt says "now" but AllowN refuses.
 const (
 	immediateRetries = 3
 	maxRetryWait     = time.Millisecond
 )
+
+// RetryDelay is how long a waiter sleeps before its retries-th retry in a
+// row of a call that was refused although ready at its own instant (another
+// caller took the room between the two answers): 0, retry at once, for the
+// first few, then 1µs doubling up to a millisecond, so that such a loop can
+// never spin. Wait and the Redis limiters' WaitN share it.
+func RetryDelay(retries int) time.Duration {
+	if retries <= immediateRetries {
+		return 0
+	}
+	return min(time.Microsecond<<min(retries-immediateRetries-1, 20), maxRetryWait)
+}
 
 // Wait blocks until l admits n at the current time, ctx is done, or it is
 // clear that ctx's deadline falls before l could admit n. pkg prefixes the
@@ -119,10 +131,10 @@ func Wait(ctx context.Context, pkg string, l Waiter, n int) error {
 			// (1µs, doubling up to maxRetryWait), so that a limiter
 			// whose answers disagree, or a burst of competitors, can
 			// never make this loop spin.
-			if retries++; retries <= immediateRetries {
+			retries++
+			if d = RetryDelay(retries); d == 0 {
 				continue
 			}
-			d = min(time.Microsecond<<min(retries-immediateRetries-1, 20), maxRetryWait)
 		} else {
 			retries = 0
 		}
