@@ -55,15 +55,20 @@ func NewGoRedis(c goredis.UniversalClient) (Client, error) {
 	if c == nil {
 		return nil, errors.New("redis: NewGoRedis: client must not be nil")
 	}
-	if ap, ok := c.(*goredis.AutoPipeliner); ok && ap.IsBlocking() {
+	ap, _ := c.(*goredis.AutoPipeliner)
+	if ap != nil && ap.IsBlocking() {
 		// Its calls wait for their batch whatever their context: a
 		// decision would outlive its timeout while Redis stalls.
 		return nil, errors.New("redis: NewGoRedis: a blocking autopipeliner (AutoPipeline) does not end a call at its context's deadline; use AsyncAutoPipeline")
 	}
-	return goRedis{c: c}, nil
+	return goRedis{c: c, ap: ap}, nil
 }
 
-type goRedis struct{ c goredis.UniversalClient }
+type goRedis struct {
+	c goredis.UniversalClient
+	// ap is c when c is a deferred autopipeliner, else nil.
+	ap *goredis.AutoPipeliner
+}
 
 // onceCmd is a command that go-redis must not retry once it may have been
 // written (goredis.Cmder's NoRetry).
@@ -80,11 +85,11 @@ func (g goRedis) run(ctx context.Context, name, first string, keys []string, arg
 	a = append(a, args...)
 	cmd := onceCmd{goredis.NewCmd(ctx, a...)}
 	var err error
-	if ap, ok := g.c.(*goredis.AutoPipeliner); ok {
+	if g.ap != nil {
 		// The deferred face: queue the script, wait for its reply only
 		// until ctx is done. A call abandoned at its deadline may still
 		// run, as one whose reply a timeout cut off.
-		err = ap.Submit(ctx, cmd).WaitContext(ctx)
+		err = g.ap.Submit(ctx, cmd).WaitContext(ctx)
 	} else {
 		err = g.c.Process(ctx, cmd)
 	}
