@@ -228,18 +228,27 @@ func (w *Window[K]) TokensAt(key K, now time.Time) int {
 	if !validKey(w.keyCheck, key) {
 		return 0
 	}
-	h := w.keys.hash(key)
+	st, ok := w.view(w.keys.hash(key), key, w.base.Offset(now))
+	if !ok {
+		if w.full() {
+			return 0
+		}
+		return int(w.rule.Limit)
+	}
+	return int(w.rule.Tokens(st.Prev, st.Curr, st.T-st.Start))
+}
+
+// view returns the state of key as a call at offset off from base decides on
+// it, and true, or false if key is absent.
+func (w *Window[K]) view(h uint64, key K, off int64) (twoword.Seen, bool) {
 	for {
 		c := w.keys.find(h, key)
 		if c == nil {
-			if w.full() {
-				return 0
-			}
-			return int(w.rule.Limit)
+			return twoword.Seen{}, false
 		}
-		t, ws, p, q, dead := twoword.View(&c.at, &c.cnt, &w.rule, w.clampOff(w.base.Offset(now)))
+		t, ws, p, q, dead := twoword.View(&c.at, &c.cnt, &w.rule, w.clampOff(off))
 		if !dead {
-			return int(w.rule.Tokens(p, q, t-ws))
+			return twoword.Seen{T: t, Start: ws, Prev: p, Curr: q}, true
 		}
 	}
 }
@@ -263,22 +272,15 @@ func (w *Window[K]) ReadyAt(key K, now time.Time, n int) (at time.Time, ok bool)
 		}
 		return time.Time{}, false
 	}
-	h := w.keys.hash(key)
-	for {
-		c := w.keys.find(h, key)
-		if c == nil {
-			if w.full() {
-				return time.Time{}, false
-			}
-			return now, true
+	st, found := w.view(w.keys.hash(key), key, w.base.Offset(now))
+	if !found {
+		if w.full() {
+			return time.Time{}, false
 		}
-		t, ws, p, q, dead := twoword.View(&c.at, &c.cnt, &w.rule, w.clampOff(w.base.Offset(now)))
-		if !dead {
-			// As window.Limiter.ReadyAt.
-			r := w.rule.ReadyAt(ws, p, q, t, int64(n))
-			return w.base.Ready(now, t, r, r <= twocount.OffMax)
-		}
+		return now, true
 	}
+	// As window.Limiter.ReadyAt.
+	return w.readyAt(now, st, int64(n))
 }
 
 // Wait is shorthand for WaitN(ctx, key, 1).

@@ -84,24 +84,31 @@ func TestWindowMatchesLimiter(t *testing.T) {
 	for _, tc := range []struct {
 		keys, limit int
 		w           time.Duration
+		maxKeys     int // 0 for the default
 	}{
-		{3, 1, time.Second},
-		{40, 5, time.Second},
-		{2000, 7, 10 * time.Millisecond},
+		{3, 1, time.Second, 0},
+		{40, 5, time.Second, 0},
+		{2000, 7, 10 * time.Millisecond, 0},
+		{60, 4, time.Second, 20}, // often full
 	} {
-		t.Run(fmt.Sprintf("keys=%d,limit=%d", tc.keys, tc.limit), func(t *testing.T) {
+		t.Run(fmt.Sprintf("keys=%d,limit=%d,max=%d", tc.keys, tc.limit, tc.maxKeys), func(t *testing.T) {
 			seed := uint64(time.Now().UnixNano())
 			r := rand.New(rand.NewPCG(seed, 7))
-			w, err := keyed.NewWindow[string](tc.limit, tc.w)
+			var opts []keyed.Option
+			if tc.maxKeys > 0 {
+				opts = append(opts, keyed.MaxKeys(tc.maxKeys))
+			}
+			w, err := keyed.NewWindow[string](tc.limit, tc.w, opts...)
 			if err != nil {
 				t.Fatal(err)
 			}
-			l, err := keyed.New[string](func() (*window.Limiter, error) { return window.New(tc.limit, tc.w) })
+			l, err := keyed.New[string](func() (*window.Limiter, error) { return window.New(tc.limit, tc.w) }, opts...)
 			if err != nil {
 				t.Fatal(err)
 			}
 			now := time.Unix(1_700_000_000, 0)
 			key := func() string { return fmt.Sprintf("k%d", r.IntN(tc.keys)) }
+			fullStatus := 0 // DecideStatus calls refused with ErrFull
 			fail := func(i int, what string, got, want any) {
 				t.Helper()
 				t.Fatalf("seed %d, op %d: %s: Window says %v, Limiter says %v", seed, i, what, got, want)
@@ -113,6 +120,15 @@ func TestWindowMatchesLimiter(t *testing.T) {
 				default:
 					now = now.Add(time.Duration(r.Int64N(int64(tc.w) / int64(4*tc.limit))))
 				}
+				if tc.maxKeys > 0 {
+					// Automatic sweeps (when full) are spaced by the real
+					// time a sweep took, which differs between the two
+					// stores: sweeping both at every step leaves them
+					// nothing to remove, so the stores stay equal.
+					if got, want := w.Sweep(now), l.Sweep(now); got != want {
+						fail(i, "Sweep", got, want)
+					}
+				}
 				at := now
 				if r.IntN(10) == 0 {
 					at = now.Add(-time.Duration(r.Int64N(int64(2 * tc.w)))) // stale
@@ -123,6 +139,17 @@ func TestWindowMatchesLimiter(t *testing.T) {
 					n := 1 + r.IntN(tc.limit)
 					if r.IntN(20) == 0 {
 						n = r.IntN(tc.limit+3) - 1 // -1 .. limit+1
+					}
+					if r.IntN(2) == 0 {
+						got, gotErr := w.DecideStatus(k, at, n)
+						want, wantErr := limiterStatus(l, tc.limit, k, at, n)
+						if !sameStatus(got, want) || !errors.Is(gotErr, wantErr) || (gotErr == nil) != (wantErr == nil) {
+							fail(i, fmt.Sprintf("DecideStatus(%s, %d)", k, n), fmt.Sprint(got, gotErr), fmt.Sprint(want, wantErr))
+						}
+						if errors.Is(gotErr, keyed.ErrFull) {
+							fullStatus++
+						}
+						break
 					}
 					gotOK, gotErr := w.Decide(k, at, n)
 					wantOK, wantErr := l.Decide(k, at, n)
@@ -158,6 +185,9 @@ func TestWindowMatchesLimiter(t *testing.T) {
 			if w.Len() == 0 {
 				t.Error("no key left at the end: the run exercised little")
 			}
+			if tc.maxKeys > 0 && fullStatus == 0 {
+				t.Error("DecideStatus never found the Window full: the run did not exercise ErrFull")
+			}
 			seen := map[string]bool{}
 			w.Range(func(k string) bool {
 				if seen[k] {
@@ -175,6 +205,41 @@ func TestWindowMatchesLimiter(t *testing.T) {
 
 // TestWindowEdges: errors for arguments out of range, keys not equal to
 // themselves, the zero value, n at and beyond its bounds.
+// limiterStatus is the Status that Window.DecideStatus(key, now, n) must
+// return for a Window with the given limit, assembled from l's Decide,
+// TokensAt and ReadyAt called one after the other (which, with no other
+// goroutine, see the state the decision left), and the sentinel error
+// Decide's error wraps.
+func limiterStatus(l *keyed.Limiter[string, *window.Limiter], limit int, key string, now time.Time, n int) (keyed.Status, error) {
+	var s keyed.Status
+	ok, err := l.Decide(key, now, n)
+	for _, e := range []error{keyed.ErrFull, keyed.ErrBadKey} {
+		if errors.Is(err, e) {
+			return s, e
+		}
+	}
+	if err != nil && !errors.Is(err, keyed.ErrNeverReady) {
+		panic(err)
+	}
+	s.Admitted = ok
+	if !ok && err == nil {
+		s.RetryAt, _ = l.ReadyAt(key, now, n)
+	}
+	s.Remaining = l.TokensAt(key, now)
+	s.ResetAt, _ = l.ReadyAt(key, now, limit)
+	if err != nil {
+		return s, keyed.ErrNeverReady
+	}
+	return s, nil
+}
+
+// sameStatus compares two Statuses, their instants by wall clock (the
+// monotonic readings of two stores differ).
+func sameStatus(a, b keyed.Status) bool {
+	return a.Admitted == b.Admitted && a.Remaining == b.Remaining &&
+		a.RetryAt.Round(0).Equal(b.RetryAt.Round(0)) && a.ResetAt.Round(0).Equal(b.ResetAt.Round(0))
+}
+
 func TestWindowEdges(t *testing.T) {
 	for _, tc := range []struct {
 		limit int
@@ -347,6 +412,8 @@ func TestWindowZeroAllocs(t *testing.T) {
 		_, _ = w.Decide("present", now, -1)
 		w.TokensAt("present", now)
 		w.ReadyAt("present", now, 1)
+		_, _ = w.DecideStatus("present", now, 1)
+		_, _ = w.DecideStatus("present", now, 1001)
 	})
 	if allocs != 0 {
 		t.Errorf("%v allocs per run on a present key, want 0", allocs)
@@ -354,7 +421,10 @@ func TestWindowZeroAllocs(t *testing.T) {
 	// Refusing a new key because the Window is full allocates nothing
 	// either (at one instant: the automatic sweep a later instant may start
 	// records its instants).
-	allocs = testing.AllocsPerRun(1000, func() { _, _ = w.Decide("absent", now, 1) })
+	allocs = testing.AllocsPerRun(1000, func() {
+		_, _ = w.Decide("absent", now, 1)
+		_, _ = w.DecideStatus("absent", now, 1)
+	})
 	if allocs != 0 {
 		t.Errorf("%v allocs per refusal of a new key, want 0", allocs)
 	}

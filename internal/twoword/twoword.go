@@ -68,6 +68,22 @@ func New() uint64 { return PackAt(twocount.StartNew, false, 0) }
 // (at, cnt) under rule r, and records it if admitted. It reports dead, having
 // decided nothing, if the state is retired. n <= 0 is admitted iff n == 0,
 // and n above the limit is refused, without reading the state.
+func Allow(at, cnt *atomic.Uint64, r *twocount.Rule, off int64, n int) (admitted, dead bool) {
+	admitted, dead, _ = Decide(at, cnt, r, off, n)
+	return admitted, dead
+}
+
+// Seen is the state a decision was made on: the instant t it decided at, the
+// window start in effect at t and its counters, curr including the decision's
+// own cost when it was admitted. Its zero value means the decision read no
+// state (n <= 0, n above the limit, or a dead state).
+type Seen struct {
+	T, Start, Prev, Curr int64
+}
+
+// Decide is Allow, and also returns the state the decision was made on, so
+// that a caller can report what remains and when the cost would fit from the
+// very snapshot it was decided on, without reading the state again.
 //
 // Each round takes a consistent snapshot of both words; when start has moved
 // and its counters are not installed yet, it installs them and starts again,
@@ -78,13 +94,13 @@ func New() uint64 { return PackAt(twocount.StartNew, false, 0) }
 // round whose snapshot went stale writes nothing and retries. (A call can
 // move start and then find the room taken: see the documentation of window,
 // "Races".)
-func Allow(at, cnt *atomic.Uint64, r *twocount.Rule, off int64, n int) (admitted, dead bool) {
+func Decide(at, cnt *atomic.Uint64, r *twocount.Rule, off int64, n int) (admitted, dead bool, s Seen) {
 	if n <= 0 {
-		return n == 0, false
+		return n == 0, false, s
 	}
 	k := int64(n)
 	if k > r.Limit {
-		return false, false
+		return false, false, s
 	}
 	t0 := twocount.Clamp(off)
 	for {
@@ -96,7 +112,7 @@ func Allow(at, cnt *atomic.Uint64, r *twocount.Rule, off int64, n int) (admitted
 			continue
 		}
 		if c&deadBit != 0 {
-			return false, true
+			return false, true, s
 		}
 		if (c>>GenShift)&1 != a&1 {
 			// Start has moved and its counters are not installed yet:
@@ -108,7 +124,7 @@ func Allow(at, cnt *atomic.Uint64, r *twocount.Rule, off int64, n int) (admitted
 		t := max(t0, StartOf(a))
 		ws, p, q, adv := r.Step(StartOf(a), PrevOf(c), CurrOf(c), t)
 		if !r.Fits(p, q, t-ws, k) {
-			return false, false
+			return false, false, Seen{T: t, Start: ws, Prev: p, Curr: q}
 		}
 		switch {
 		case adv == twocount.Roll:
@@ -117,7 +133,7 @@ func Allow(at, cnt *atomic.Uint64, r *twocount.Rule, off int64, n int) (admitted
 			at.CompareAndSwap(a, PackAt(ws, false, a&1^1))
 		default:
 			if cnt.CompareAndSwap(c, c+uint64(k)) {
-				return true, false
+				return true, false, Seen{T: t, Start: ws, Prev: p, Curr: q + k}
 			}
 		}
 	}

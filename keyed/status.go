@@ -1,0 +1,111 @@
+package keyed
+
+import (
+	"time"
+
+	"github.com/slidelimit/slidelimit/internal/twocount"
+	"github.com/slidelimit/slidelimit/internal/twoword"
+)
+
+// Status is one decision of a Window with what a rate-limited service
+// reports beside it (an HTTP 429's Retry-After, the RateLimit fields), all
+// taken from the one snapshot of the key's state the decision was made on,
+// so that they never disagree with the decision.
+type Status struct {
+	// Admitted reports whether n was admitted (and recorded).
+	Admitted bool
+	// Remaining is the largest cost that would be admitted for the key at
+	// the decision's instant, after the decision: what TokensAt would have
+	// answered on that snapshot.
+	Remaining int
+	// RetryAt, when n was refused by the key's window, is the earliest
+	// instant, not before now, at which n would be admitted if nothing else
+	// were admitted for the key meanwhile (what ReadyAt would have
+	// answered), or the zero Time if n does not fit even at the last
+	// instant a window can tell apart. It is the zero Time when n was
+	// admitted or refused for another reason (an error).
+	RetryAt time.Time
+	// ResetAt is the earliest instant, not before now, at which the key's
+	// whole limit would be admitted if nothing else were admitted: now when
+	// Remaining is the limit, and the zero Time when that is not known (the
+	// key is absent and the Window full, or past the last instant a window
+	// can tell apart).
+	ResetAt time.Time
+}
+
+// DecideStatus is Decide, and also returns what remains for the key and
+// when the cost and the whole limit would fit, read from the snapshot the
+// decision was made on, with no second lookup: the answers TokensAt and
+// ReadyAt give, minus the admissions of other goroutines that a second call
+// could see land in between. It has Decide's errors and edges (n == 0 is
+// admitted without recording; n < 0 and n > Limit() are refused with
+// ErrNeverReady; a full Window refuses a new key with ErrFull), and creates a
+// key only when Decide would. When no decision reads the key's state (n
+// outside [1, Limit()]), Remaining and ResetAt describe the key as TokensAt
+// and ReadyAt(key, now, Limit()) would; after ErrBadKey and ErrFull they are
+// zero. It allocates nothing for a key that is present.
+func (w *Window[K]) DecideStatus(key K, now time.Time, n int) (Status, error) {
+	w.mustBeMade()
+	if !validKey(w.keyCheck, key) {
+		return Status{}, ErrBadKey
+	}
+	off := w.base.Offset(now)
+	h := w.keys.hash(key)
+	if n <= 0 || int64(n) > w.rule.Limit {
+		s := w.peek(h, key, now, off)
+		if n == 0 {
+			s.Admitted = true
+			return s, nil
+		}
+		return s, errNeverReady
+	}
+	for {
+		c := w.keys.find(h, key)
+		if c == nil {
+			var err error
+			if c, err = w.create(h, key, off); err != nil {
+				return Status{}, err
+			}
+		}
+		ok, dead, seen := twoword.Decide(&c.at, &c.cnt, &w.rule, w.clampOff(off), n)
+		if dead {
+			continue
+		}
+		s := w.status(now, seen)
+		s.Admitted = ok
+		if !ok {
+			s.RetryAt, _ = w.readyAt(now, seen, int64(n))
+		}
+		return s, nil
+	}
+}
+
+// peek is the Status of key at offset off from base, recording nothing and
+// creating nothing.
+func (w *Window[K]) peek(h uint64, key K, now time.Time, off int64) Status {
+	st, ok := w.view(h, key, off)
+	if !ok {
+		if w.full() {
+			return Status{}
+		}
+		return Status{Remaining: int(w.rule.Limit), ResetAt: now}
+	}
+	return w.status(now, st)
+}
+
+// status is Remaining and ResetAt of the state s, read for a call at now.
+func (w *Window[K]) status(now time.Time, s twoword.Seen) Status {
+	rem := w.rule.Tokens(s.Prev, s.Curr, s.T-s.Start)
+	st := Status{Remaining: int(rem), ResetAt: now}
+	if rem < w.rule.Limit {
+		st.ResetAt, _ = w.readyAt(now, s, w.rule.Limit)
+	}
+	return st
+}
+
+// readyAt is the instant, not before now, at which n fits on the state s if
+// nothing else is admitted, and true; or false if n never fits (as ReadyAt).
+func (w *Window[K]) readyAt(now time.Time, s twoword.Seen, n int64) (time.Time, bool) {
+	r := w.rule.ReadyAt(s.Start, s.Prev, s.Curr, s.T, n)
+	return w.base.Ready(now, s.T, r, r <= twocount.OffMax)
+}
