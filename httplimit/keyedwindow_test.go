@@ -1,6 +1,9 @@
 package httplimit_test
 
 import (
+	"context"
+	"fmt"
+	"math/rand/v2"
 	"net/http/httptest"
 	"testing"
 	"time"
@@ -10,6 +13,7 @@ import (
 
 	"github.com/slidelimit/slidelimit/httplimit"
 	"github.com/slidelimit/slidelimit/keyed"
+	"github.com/slidelimit/slidelimit/window"
 )
 
 func mustKeyedWindow(t *testing.T, limit int, w time.Duration) *keyed.Window[string] {
@@ -43,4 +47,56 @@ func TestKeyedWindow(t *testing.T) {
 	w = httptest.NewRecorder()
 	h.ServeHTTP(w, request("198.51.100.9:4000"))
 	assert.Equal(t, 200, w.Code)
+}
+
+// TestKeyedWindowMatchesKeyed: KeyedWindow decides from one snapshot per
+// request (keyed.Window.DecideStatus); Keyed over a keyed.Limiter of
+// window.Limiters with the same rule assembles the same Decision from
+// Decide, TokensAt and ReadyAt. With one goroutine the two must agree on
+// every field of every decision: admitted or why not, RetryAt, Remaining
+// and Reset, through idle gaps, stale instants (clamped by the sweeps'
+// floor), costs out of range and a store that is often full.
+func TestKeyedWindowMatchesKeyed(t *testing.T) {
+	const limit, win, maxKeys = 4, time.Second, 20
+	seed := uint64(time.Now().UnixNano())
+	r := rand.New(rand.NewPCG(seed, 3))
+	kw, err := keyed.NewWindow[string](limit, win, keyed.MaxKeys(maxKeys))
+	require.NoError(t, err)
+	kl, err := keyed.New[string](func() (*window.Limiter, error) { return window.New(limit, win) }, keyed.MaxKeys(maxKeys))
+	require.NoError(t, err)
+	got, want := httplimit.KeyedWindow(kw), httplimit.Keyed(kl, httplimit.Rule{Limit: limit, Window: win})
+	require.Equal(t, want.Rules(), got.Rules())
+	reasons := map[httplimit.Reason]int{}
+	now := time.Unix(1_700_000_000, 0)
+	for i := range 30_000 {
+		if r.IntN(200) == 0 {
+			now = now.Add(time.Duration(r.Int64N(int64(3 * win))))
+		} else {
+			now = now.Add(time.Duration(r.Int64N(int64(win / (4 * limit)))))
+		}
+		at := now
+		if r.IntN(10) == 0 {
+			at = now.Add(-time.Duration(r.Int64N(int64(win))))
+		}
+		key := fmt.Sprintf("client-%d", r.IntN(3*maxKeys))
+		cost := 1 + r.IntN(limit)
+		if r.IntN(20) == 0 {
+			cost = r.IntN(limit+3) - 1
+		}
+		// Automatic sweeps (when full) are spaced by the real time a sweep
+		// took, which differs between the two stores: sweeping both at
+		// every step leaves them nothing to remove, so the stores stay equal.
+		require.Equal(t, kl.Sweep(now), kw.Sweep(now))
+		g, gerr := got.Decide(context.Background(), key, at, cost)
+		w, werr := want.Decide(context.Background(), key, at, cost)
+		require.NoError(t, gerr)
+		require.NoError(t, werr)
+		// Instants by wall clock: the two stores' monotonic readings differ.
+		g.RetryAt, w.RetryAt = g.RetryAt.Round(0), w.RetryAt.Round(0)
+		require.Equal(t, w, g, "seed %d, request %d: %s at %v, cost %d", seed, i, key, at, cost)
+		reasons[g.Reason]++
+	}
+	for _, why := range []httplimit.Reason{httplimit.Admitted, httplimit.OverLimit, httplimit.Never, httplimit.Full} {
+		assert.NotZero(t, reasons[why], "no decision with reason %v: the run did not exercise it", why)
+	}
 }
