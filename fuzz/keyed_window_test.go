@@ -13,7 +13,8 @@ import (
 // FuzzKeyedWindow replays a decoded sequence of operations through a
 // keyed.Window and through a keyed.Limiter over window.Limiter with the same
 // limit, window and MaxKeys, and requires every answer to be the same:
-// Decide (admission and the reason for a refusal), TokensAt, ReadyAt,
+// Decide (admission and the reason for a refusal), DecideStatus (against
+// the Limiter's Decide, TokensAt and ReadyAt), TokensAt, ReadyAt,
 // Sweep's count, Delete, Len and Range's keys. The Window is that Limiter
 // with each key's state laid out inline, so nothing may tell them apart.
 //
@@ -66,6 +67,14 @@ func runKeyedWindow(t *testing.T, limit int, w time.Duration, maxKeys int, kinds
 				}
 				latest = at
 			}
+			if kind%8 == 2 {
+				gs, gerr := got.DecideStatus(key, now, o.n)
+				ws, werr := limiterStatus(want, limit, key, now, o.n)
+				if !sameStatus(gs, ws) || !sameReason(gerr, werr) {
+					t.Fatalf("%s: DecideStatus = %+v, %v; want %+v, %v", where, gs, gerr, ws, werr)
+				}
+				break
+			}
 			gok, gerr := got.Decide(key, now, o.n)
 			wok, werr := want.Decide(key, now, o.n)
 			if gok != wok || !sameReason(gerr, werr) {
@@ -103,6 +112,29 @@ func runKeyedWindow(t *testing.T, limit int, w time.Duration, maxKeys int, kinds
 			t.Fatalf("%s: Len = %d, want %d", where, got.Len(), want.Len())
 		}
 	}
+}
+
+// limiterStatus is the Status a keyed.Window with l's limit must return from
+// DecideStatus(key, now, n): l's Decide, then TokensAt and ReadyAt, which
+// with no other goroutine see the state the decision left.
+func limiterStatus(l *keyed.Limiter[int, *window.Limiter], limit, key int, now time.Time, n int) (keyed.Status, error) {
+	ok, err := l.Decide(key, now, n)
+	if errors.Is(err, keyed.ErrFull) || errors.Is(err, keyed.ErrBadKey) {
+		return keyed.Status{}, err
+	}
+	s := keyed.Status{Admitted: ok, Remaining: l.TokensAt(key, now)}
+	if !ok && err == nil {
+		s.RetryAt, _ = l.ReadyAt(key, now, n)
+	}
+	s.ResetAt, _ = l.ReadyAt(key, now, limit)
+	return s, err
+}
+
+// sameStatus compares two Statuses, instants by wall clock (the two stores'
+// monotonic readings differ).
+func sameStatus(a, b keyed.Status) bool {
+	return a.Admitted == b.Admitted && a.Remaining == b.Remaining &&
+		a.RetryAt.Round(0).Equal(b.RetryAt.Round(0)) && a.ResetAt.Round(0).Equal(b.ResetAt.Round(0))
 }
 
 // absent reports whether key is not in l.
