@@ -19,13 +19,16 @@ import (
 // is what Limiter[K, *window.Limiter] does, smaller and faster when the keys
 // do not fit in the processor's caches: a key costs one 16-byte slot of the
 // map, at 55 to 80% load, plus 16 bytes of state beside the key in one
-// allocation (32 bytes for a string key, whose bytes are the caller's and
-// are kept as given), where Limiter[K, *window.Limiter] costs the map's
-// entry, its own entry and the limiter's two padded cache lines. Deciding
-// for a present key reads the map's slot (one cache line, mostly) and the
-// key's cell, which holds the key and both counter words on one line, plus
-// the key's bytes for keys that are strings. See the repository's
-// documentation of keyed for the layout and measurements.
+// allocation, where Limiter[K, *window.Limiter] costs the map's entry, its
+// own entry and the limiter's two padded cache lines. A string key's bytes
+// are copied into that allocation (48 bytes in all for a key of up to 16
+// bytes, 64 up to 32, 80 up to 48, 128 up to 96; a longer key gets a copy of
+// its own), so the Window never keeps a caller's string alive: a key cut
+// from a larger string (a token, a request line) costs its own length, not
+// the string's. Deciding for a present key reads the map's slot (one cache
+// line, mostly) and the key's cell, which holds the key and both counter
+// words. See the repository's documentation of keyed for the layout and
+// measurements.
 //
 // Everything the package documentation says of a Limiter holds for a Window:
 // eviction (Sweep, and the floor it records), the MaxKeys bound and its
@@ -47,6 +50,7 @@ type Window[K comparable] struct {
 	rule     twocount.Rule
 	base     clock.Base
 	keyCheck keyCheck
+	copyKeys bool // K is a string type: cells keep a copy of the key's bytes
 	bound
 }
 
@@ -69,6 +73,7 @@ func NewWindow[K comparable](limit int, window time.Duration, opts ...Option) (*
 		rule:     twocount.Rule{Limit: int64(limit), Window: int64(window)},
 		base:     clock.NewBase(),
 		keyCheck: keyCheckFor(reflect.TypeFor[K]()),
+		copyKeys: stringKeys[K](),
 		bound:    bound{maxKeys: int64(c.maxKeys)},
 		keys:     newTable[K](),
 	}, nil
@@ -201,8 +206,7 @@ func (w *Window[K]) clampOff(off int64) int64 {
 func (w *Window[K]) create(h uint64, key K, off int64) (*cell[K], error) {
 	for swept := false; ; swept = true {
 		if w.reserve() {
-			c := &cell[K]{key: key}
-			c.at.Store(twoword.New())
+			c := newCell(key, w.copyKeys)
 			got, loaded := w.keys.loadOrInsert(h, c)
 			if loaded {
 				w.n.Add(-1)

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+	"unsafe"
 
 	"github.com/slidelimit/slidelimit/internal/conformance"
 	shared "github.com/slidelimit/slidelimit/internal/oracle"
@@ -550,5 +551,75 @@ func TestOutsideWindowSweepRace(t *testing.T) {
 				t.Fatalf("round %d, key %d (GOMAXPROCS %d): %d admitted at one instant, want exactly the limit %d", r, k, runtime.GOMAXPROCS(0), got, limit)
 			}
 		}
+	}
+}
+
+// TestWindowStringKeys: a Window keeps its own copy of a string key's bytes.
+// A key of any length is found again from another string with the same
+// bytes, Range gives back equal keys (also for a named string type), and a
+// key cut from a larger string does not keep that string alive.
+func TestWindowStringKeys(t *testing.T) {
+	type name string
+	w, err := keyed.NewWindow[name](1, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Unix(1_700_000_000, 0)
+	lengths := []int{0, 1, 15, 16, 17, 32, 33, 48, 49, 96, 97, 1000}
+	want := map[name]bool{}
+	for _, n := range lengths {
+		k := name(strings.Repeat("k", n))
+		want[k] = true
+		if !w.AllowN(k, now, 1) {
+			t.Fatalf("length %d: first call refused", n)
+		}
+		// Another string with the same bytes is the same key: its limit of
+		// 1 per hour is used up.
+		again := name(strings.Clone(string(k)))
+		if w.AllowN(again, now, 1) {
+			t.Fatalf("length %d: a copy of the key was admitted: it was not found", n)
+		}
+		if got := w.TokensAt(again, now); got != 0 {
+			t.Fatalf("length %d: TokensAt of a copy = %d, want 0", n, got)
+		}
+	}
+	got := map[name]bool{}
+	w.Range(func(k name) bool { got[k] = true; return true })
+	if len(got) != len(want) {
+		t.Fatalf("Range gave %d keys, want %d", len(got), len(want))
+	}
+	for k := range want {
+		if !got[k] {
+			t.Errorf("Range did not give the key of length %d", len(k))
+		}
+	}
+
+	// A key cut from a 1 MB string: once the caller drops the string, it
+	// is collected although the key stays in the Window.
+	ws, err := keyed.NewWindow[string](1, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	freed := make(chan struct{})
+	func() {
+		s := "client-42" + strings.Repeat(" ", 1<<20) // a request, say
+		runtime.AddCleanup(unsafe.StringData(s), func(struct{}) { close(freed) }, struct{}{})
+		if !ws.AllowN(s[:9], now, 1) {
+			t.Fatal("first call refused")
+		}
+	}()
+	deadline := time.After(10 * time.Second)
+	for done := false; !done; {
+		runtime.GC()
+		select {
+		case <-freed:
+			done = true
+		case <-deadline:
+			t.Fatal("the buffer a key was cut from was never collected")
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	if ws.AllowN("client-42", now, 1) || ws.Len() != 1 {
+		t.Fatal("the key was lost once the string it was cut from was collected")
 	}
 }

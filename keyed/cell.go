@@ -1,0 +1,71 @@
+package keyed
+
+import (
+	"reflect"
+	"unsafe"
+
+	"github.com/slidelimit/slidelimit/internal/twoword"
+)
+
+// stringKeys reports whether keys of type K are strings (K's underlying type
+// is string), whose bytes a Window copies into each key's cell.
+func stringKeys[K comparable]() bool { return reflect.TypeFor[K]().Kind() == reflect.String }
+
+// newCell returns a cell holding key and a new state. If copyKey is true (K
+// is a string type), the key's bytes are copied into the cell's own
+// allocation when they fit in a few size classes (up to 96 bytes), and into
+// a copy of their own otherwise. So comparing a caller's key with a cell's
+// reads the cache line the cell's state is on, not wherever the caller's
+// first string for that key lay; and a key cut from a larger string (a
+// header, a request line) does not keep that string alive.
+func newCell[K comparable](key K, copyKey bool) *cell[K] {
+	if !copyKey {
+		c := &cell[K]{key: key}
+		c.at.Store(twoword.New())
+		return c
+	}
+	s := *(*string)(unsafe.Pointer(&key))
+	var c *cell[K]
+	var buf []byte
+	// Each size, with the cell's 32 bytes, fills a size class of the
+	// allocator (48, 64, 80 and 128 bytes).
+	switch n := len(s); {
+	case n == 0:
+		c = &cell[K]{key: key}
+	case n <= 16:
+		f := new(struct {
+			c cell[K]
+			b [16]byte
+		})
+		c, buf = &f.c, f.b[:n]
+	case n <= 32:
+		f := new(struct {
+			c cell[K]
+			b [32]byte
+		})
+		c, buf = &f.c, f.b[:n]
+	case n <= 48:
+		f := new(struct {
+			c cell[K]
+			b [48]byte
+		})
+		c, buf = &f.c, f.b[:n]
+	case n <= 96:
+		f := new(struct {
+			c cell[K]
+			b [96]byte
+		})
+		c, buf = &f.c, f.b[:n]
+	default:
+		c = &cell[K]{}
+		buf = make([]byte, n)
+	}
+	if buf != nil {
+		copy(buf, s)
+		// The bytes are written once, here, before the string exists, and
+		// never again.
+		*(*string)(unsafe.Pointer(&c.key)) = unsafe.String(&buf[0], len(buf))
+	}
+	c.at.Store(twoword.New())
+	return c
+}
