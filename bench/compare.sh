@@ -39,8 +39,8 @@ esac
 
 if [[ $mode == full ]]; then
 	count=10 benchtime=200ms cpus=1,2 http_benchtime=200ms
-	keyed_small='^keys=(1000|100000)$/^order=(random|zipf|seq)$/^path=(mixed|deny)$'
-	big_stores='.*' big_orders='random|zipf'
+	keyed_small='^keys=(1000|100000)$/^order=(random|zipf|seq|random-copies)$/^path=(mixed|deny)$'
+	big_stores='.*' big_orders='random|zipf|random-copies'
 	lat_flags=()
 else
 	# The subset: keyed at 100k keys in random and Zipf order; at 1M keys
@@ -48,8 +48,8 @@ else
 	# still weighed; the latency harness without the keyed stores; the HTTP
 	# middlewares with a shorter -benchtime.
 	count=3 benchtime=100ms cpus=2 http_benchtime=50ms
-	keyed_small='^keys=100000$/^order=(random|zipf)$/^path=mixed$'
-	big_stores='^(keyed-.*|sethvargo)$' big_orders='random'
+	keyed_small='^keys=100000$/^order=(random|zipf|random-copies)$/^path=mixed$'
+	big_stores='^(keyed-.*|sethvargo)$' big_orders='random|random-copies'
 	lat_flags=(-g 2 -runs 1 -calls 262144 -nokeyed)
 fi
 BENCHSTAT=golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9c6c9d4da
@@ -97,7 +97,7 @@ step "speed: one limiter, one goroutine (-cpu 1)"
 b -test.bench '^BenchmarkOne$/^mode=serial$' -test.cpu 1
 step "speed: one limiter, shared by every P (-cpu 2,8)"
 b -test.bench '^BenchmarkOne$/^mode=parallel$' -test.cpu 2,8
-step "speed: keyed stores, keys in random and Zipf order (-cpu $cpus; building 100k-key fixtures takes a few seconds)"
+step "speed: keyed stores, keys in random and Zipf order, and random with a copy of the key per call (-cpu $cpus; building 100k-key fixtures takes a few seconds)"
 # The stores that allocate (ulule, httprate) in a process of their own: their
 # garbage collections would otherwise run beside every other store.
 BENCH_FULL=1 rounds -test.bench "^BenchmarkKeyed\$/$keyed_small/^impl=(keyed.Window|keyed-window|keyed-ring|sethvargo|throttled)(#[0-9]+)?\$" -test.cpu "$cpus"

@@ -90,9 +90,23 @@ func keyedFixtureFor(im stores.Impl, n int, path string) (*keyedFixture, error) 
 	return f, nil
 }
 
+// orderCopies is uniformly random order with every call's key a copy of its
+// own: equal bytes, never the string the store was first given. A service
+// builds each request's key afresh (from a header, an address, a token), so
+// a store that keeps the first string it saw for a key reads that string's
+// bytes, one more cache miss, to compare; with the fixture's own strings
+// (every other order) the comparison is a pointer check. The copies are
+// made in sequence order, so reading a call's own key streams like the
+// sequence itself, as a freshly parsed key is in cache.
+const orderCopies = "random-copies"
+
+// keyedOrders are the orders BenchmarkKeyed draws keys in.
+var keyedOrders = append(append([]string(nil), stores.Orders...), orderCopies)
+
 // keySequence returns the pregenerated sequence of keys for n keys in the
-// given order: the same strings the fixture holds, resolved before timing so
-// that the loop streams through one array instead of indexing a second one.
+// given order: the strings the fixture holds (or copies of them, for
+// orderCopies), resolved before timing so that the loop streams through one
+// array instead of indexing a second one.
 func keySequence(f *keyedFixture, n int, order string) ([]string, error) {
 	id := fmt.Sprintf("%d/%s", n, order)
 	fixturesMu.Lock()
@@ -100,13 +114,20 @@ func keySequence(f *keyedFixture, n int, order string) ([]string, error) {
 	if s, ok := sequences[id]; ok {
 		return s, nil
 	}
-	idx, err := stores.Sequence(order, n, seqLen(n))
+	base := order
+	if order == orderCopies {
+		base = "random"
+	}
+	idx, err := stores.Sequence(base, n, seqLen(n))
 	if err != nil {
 		return nil, err
 	}
 	seq := make([]string, len(idx))
 	for i, k := range idx {
 		seq[i] = f.keys[k]
+		if order == orderCopies {
+			seq[i] = strings.Clone(seq[i])
+		}
 	}
 	sequences[id] = seq
 	return seq, nil
@@ -132,7 +153,7 @@ func BenchmarkKeyed(b *testing.B) {
 	}
 	for range rounds {
 		for _, n := range keyCounts() {
-			for _, order := range stores.Orders {
+			for _, order := range keyedOrders {
 				for _, path := range []string{"mixed", "deny"} {
 					for _, im := range stores.All() {
 						b.Run(fmt.Sprintf("keys=%d/order=%s/path=%s/impl=%s", n, order, path, im.Name), func(b *testing.B) {

@@ -266,7 +266,7 @@ func printSpeed(w io.Writer, r results) {
 // keyedCells are the (keys, order) pairs measured, in table order.
 var (
 	keyedCards  = []string{"1", "1000", "100000", "1000000"}
-	keyedOrders = []string{"random", "zipf", "seq"}
+	keyedOrders = []string{"random", "zipf", "random-copies", "seq"}
 )
 
 func keyedName(keys, order, path, impl string) string {

@@ -260,7 +260,7 @@ func plotSpeed(r results, dir string) error {
 	}
 	ps = nil
 	for _, k := range []string{"1000", "100000", "1000000"} {
-		for _, order := range []string{"random", "zipf"} {
+		for _, order := range []string{"random", "zipf", "random-copies"} {
 			for _, cpu := range []int{1, 2} {
 				var bars []bar
 				for _, im := range keyedOrder {
@@ -282,7 +282,8 @@ func plotSpeed(r results, dir string) error {
 	if len(ps) > 0 {
 		rows := (len(ps) + 1) / 2
 		header := []string{
-			"Keyed stores, 100 per second per key, every key present, \"client-N\" keys drawn uniformly at random or Zipf(1.1),",
+			"Keyed stores, 100 per second per key, every key present, \"client-N\" keys drawn uniformly at random or Zipf(1.1)",
+			"(random-copies: uniformly at random, each call's key a fresh copy of the string, as a key built from a request is),",
 			"one or two goroutines on one shared store (-cpu 1, -cpu 2). keyed.Window: slidelimit's window per key, inline; keyed-window, keyed-ring: keyed.Limiter over window and ring.",
 		}
 		return savePNG(dir, "speed-keyed.png", 2, rows, 26*vg.Centimeter, vg.Length(rows)*6*vg.Centimeter, grid(ps, 2), header...)

@@ -69,7 +69,7 @@ func targets(rep *accuracy.Report, r results, mem []memResult, rings []ringMem) 
 		}
 		for _, im := range []string{"keyed.Window", "keyed-window", "keyed-ring"} {
 			for _, k := range []string{"100000", "1000000"} {
-				for _, order := range []string{"random", "zipf"} {
+				for _, order := range []string{"random", "zipf", "random-copies"} {
 					for _, cpu := range []int{1, 2} {
 						s := r.get(keyedName(k, order, "mixed", im), cpu)
 						sv := r.get(keyedName(k, order, "mixed", "sethvargo"), cpu)
