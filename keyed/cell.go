@@ -2,14 +2,24 @@ package keyed
 
 import (
 	"reflect"
+	"strings"
 	"unsafe"
 
 	"github.com/slidelimit/slidelimit/internal/twoword"
 )
 
 // stringKeys reports whether keys of type K are strings (K's underlying type
-// is string), whose bytes a Window copies into each key's cell.
+// is string), whose bytes a Window copies into each key's cell and a Limiter
+// into a string of its own.
 func stringKeys[K comparable]() bool { return reflect.TypeFor[K]().Kind() == reflect.String }
+
+// cloneString returns a copy of key, whose type K is a string type, that
+// shares no bytes with it: what a Limiter stores for a new key, so that it
+// never keeps a caller's larger string alive through a key cut from it.
+func cloneString[K comparable](key K) K {
+	s := strings.Clone(*(*string)(unsafe.Pointer(&key)))
+	return *(*K)(unsafe.Pointer(&s))
+}
 
 // newCell returns a cell holding key and a new state. If copyKey is true (K
 // is a string type), the key's bytes are copied into the cell's own

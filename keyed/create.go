@@ -62,6 +62,7 @@ func New[K comparable, L PerKey](newLimiter func() (L, error), opts ...Option) (
 		fresh:      fresh,
 		maxN:       maxN,
 		keyCheck:   keyCheckFor(reflect.TypeFor[K]()),
+		copyKeys:   stringKeys[K](),
 		bound:      bound{maxKeys: int64(c.maxKeys)},
 	}, nil
 }
@@ -123,6 +124,9 @@ func (k *Limiter[K, L]) insert(key K) (*entry[L], error) {
 	}
 	if k.failed.Load() {
 		k.failed.Store(false)
+	}
+	if k.copyKeys {
+		key = cloneString(key)
 	}
 	e, loaded := k.keys.loadOrStore(key, &entry[L]{lim: l})
 	stored = !loaded

@@ -193,10 +193,10 @@ func ExampleLimiter_Wait() {
 	// second fails at once: true
 }
 
-// A Window keeps a two-counter window per key with its state inline: 59 bytes
-// per key, for limits of any size. Here 10 per minute per client; the
-// previous minute's admissions count in proportion to how much of it is
-// still inside the last minute.
+// A Window keeps a two-counter window per key with its state inline: 75 bytes
+// per key with a short key (its bytes included), for limits of any size.
+// Here 10 per minute per client; the previous minute's admissions count in
+// proportion to how much of it is still inside the last minute.
 func ExampleNewWindow() {
 	w, err := keyed.NewWindow[string](10, time.Minute, keyed.MaxKeys(100_000))
 	if err != nil {

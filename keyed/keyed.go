@@ -62,6 +62,12 @@
 // through again, so an attacker inventing keys could reset everyone else's
 // limits.
 //
+// A key whose type is a string type is stored as a copy of its bytes (a
+// Window copies them into the key's own cell), never as the string the
+// caller passed: a key cut from a larger string (a token, a request line)
+// would otherwise keep that whole string alive, and MaxKeys times the cost
+// of one key would no longer bound the memory.
+//
 // # Failures
 //
 // No call admits anything it cannot account for. A call is refused, and
@@ -191,6 +197,8 @@ type Limiter[K comparable, L PerKey] struct {
 	maxN int
 	// keyCheck says how keys are checked for being equal to themselves.
 	keyCheck keyCheck
+	// copyKeys: K is a string type, and a new key is stored as a copy.
+	copyKeys bool
 	bound
 
 	// failed is true when the latest call of newLimiter for a new key

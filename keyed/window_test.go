@@ -557,7 +557,8 @@ func TestOutsideWindowSweepRace(t *testing.T) {
 // TestWindowStringKeys: a Window keeps its own copy of a string key's bytes.
 // A key of any length is found again from another string with the same
 // bytes, Range gives back equal keys (also for a named string type), and a
-// key cut from a larger string does not keep that string alive.
+// key cut from a larger string does not keep that string alive (nor in a
+// Limiter, which stores a copy of a new key).
 func TestWindowStringKeys(t *testing.T) {
 	type name string
 	w, err := keyed.NewWindow[name](1, time.Hour)
@@ -594,32 +595,48 @@ func TestWindowStringKeys(t *testing.T) {
 		}
 	}
 
-	// A key cut from a 1 MB string: once the caller drops the string, it
-	// is collected although the key stays in the Window.
+	// A key cut from a larger string does not keep that string alive, in a
+	// Window or in a Limiter.
 	ws, err := keyed.NewWindow[string](1, time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
+	requireKeyNotPinned(t, func(key string) bool { return ws.AllowN(key, now, 1) })
+	if ws.AllowN("client-42", now, 1) || ws.Len() != 1 {
+		t.Fatal("Window: the key was lost once the string it was cut from was collected")
+	}
+	l, err := keyed.New[string](func() (*window.Limiter, error) { return window.New(1, time.Hour) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	requireKeyNotPinned(t, func(key string) bool { return l.AllowN(key, now, 1) })
+	if l.AllowN("client-42", now, 1) || l.Len() != 1 {
+		t.Fatal("Limiter: the key was lost once the string it was cut from was collected")
+	}
+}
+
+// requireKeyNotPinned creates the key "client-42" with allow, passing it cut
+// from a 1 MB string, and requires that string to be collected once the
+// caller drops it, although the key stays in the store.
+func requireKeyNotPinned(t *testing.T, allow func(key string) bool) {
+	t.Helper()
 	freed := make(chan struct{})
 	func() {
 		s := "client-42" + strings.Repeat(" ", 1<<20) // a request, say
 		runtime.AddCleanup(unsafe.StringData(s), func(struct{}) { close(freed) }, struct{}{})
-		if !ws.AllowN(s[:9], now, 1) {
+		if !allow(s[:9]) {
 			t.Fatal("first call refused")
 		}
 	}()
 	deadline := time.After(10 * time.Second)
-	for done := false; !done; {
+	for {
 		runtime.GC()
 		select {
 		case <-freed:
-			done = true
+			return
 		case <-deadline:
-			t.Fatal("the buffer a key was cut from was never collected")
+			t.Fatal("the string a key was cut from was never collected: the store keeps it alive")
 		case <-time.After(10 * time.Millisecond):
 		}
-	}
-	if ws.AllowN("client-42", now, 1) || ws.Len() != 1 {
-		t.Fatal("the key was lost once the string it was cut from was collected")
 	}
 }
