@@ -29,7 +29,8 @@ func autopipelined(t *testing.T, gc *goredis.Client) redis.Client {
 // TestAutoPipeline: the limiters on go-redis's deferred autopipeliner (the
 // *goredis.AutoPipeliner of AsyncAutoPipeline passed to NewGoRedis, which
 // refuses the blocking one) keep every guarantee they have on a plain client: the shared contract and its outside-view check on
-// caller-given instants (and the contract on a three-master cluster); 16 goroutines on the server's clock, seen through
+// caller-given instants (and the contract on a three-master cluster); groups of keys replayed against their oracle,
+// and decided by 16 goroutines on two autopipelined clients on the server's clock; 16 goroutines on the server's clock, seen through
 // the instants of their admissions, within the limit in every window; a
 // script flush under load answered by sending the source, with nothing
 // admitted beyond the limit; the server killed under load and restarted
@@ -61,6 +62,14 @@ func TestAutoPipeline(t *testing.T) {
 		cc, err := redis.NewGoRedis(ap)
 		require.NoError(t, err)
 		conformance.Run(t, suiteOptions(t, cc, true))
+	})
+
+	t.Run("group-log", func(t *testing.T) { replayGroup(t, c, true) })
+	t.Run("group-window", func(t *testing.T) { replayGroup(t, c, false) })
+	t.Run("group-server-time", func(t *testing.T) {
+		gc2 := goredis.NewClient(&goredis.Options{Addr: s.Addr(), ContextTimeoutEnabled: true})
+		t.Cleanup(func() { _ = gc2.Close() })
+		groupServerTimeLoad(t, c, autopipelined(t, gc2))
 	})
 
 	t.Run("server-time", func(t *testing.T) {

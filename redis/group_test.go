@@ -330,12 +330,19 @@ func TestOutsideGroupServerTime(t *testing.T) {
 	t.Cleanup(func() { _ = gc2.Close() })
 	c2, err := redis.NewGoRedis(gc2)
 	require.NoError(t, err)
+	groupServerTimeLoad(t, c1, c2)
+}
+
+// groupServerTimeLoad is TestOutsideGroupServerTime's load and check, on two
+// clients of one server.
+func groupServerTimeLoad(t *testing.T, c1, c2 redis.Client) {
 	const users, userLimit, globalLimit = 4, 6, 15
 	w := 20 * time.Millisecond
 	groups := make([]*redis.Group, 2)
 	for i, c := range []redis.Client{c1, c2} {
 		u := mustLog(t, c, redis.Options{Prefix: "ou"}, redis.Rule{Limit: userLimit, Window: w})
 		gl := mustLog(t, c, redis.Options{Prefix: "og"}, redis.Rule{Limit: globalLimit, Window: w})
+		var err error
 		groups[i], err = redis.NewGroup(u, gl)
 		require.NoError(t, err)
 	}
