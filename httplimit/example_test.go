@@ -153,7 +153,7 @@ func ExampleCost() {
 }
 
 // One two-counter window per client address, kept inline in a keyed.Window:
-// about 60 bytes per client whatever the limit, for services with many
+// about 75 bytes per client whatever the limit, for services with many
 // clients. The policy is the Window's own.
 func ExampleKeyedWindow() {
 	perClient, err := keyed.NewWindow[string](100, time.Minute, keyed.MaxKeys(1_000_000))
