@@ -21,6 +21,32 @@ func cloneString[K comparable](key K) K {
 	return *(*K)(unsafe.Pointer(&s))
 }
 
+// inlineMax is the longest key whose bytes newCell copies into the cell's
+// own allocation, right after the cell.
+const inlineMax = 96
+
+// sameKey reports whether c holds key. When inline is true (K is a string
+// type and c was made by newCell), a key of 1 to inlineMax bytes is compared
+// with the bytes right after the cell, whose address is known from c alone:
+// the processor can load them while it loads the cell's first line, instead
+// of waiting for the string's pointer from that line (when a 48-byte cell
+// lies across two cache lines, which half of them do, that wait is a second
+// dependent miss).
+func sameKey[K comparable](c *cell[K], key K, inline bool) bool {
+	if !inline {
+		return c.key == key
+	}
+	k := *(*string)(unsafe.Pointer(&key))
+	n := len(*(*string)(unsafe.Pointer(&c.key)))
+	if n != len(k) {
+		return false
+	}
+	if n == 0 || n > inlineMax {
+		return c.key == key
+	}
+	return unsafe.String((*byte)(unsafe.Add(unsafe.Pointer(c), unsafe.Sizeof(*c))), n) == k
+}
+
 // newCell returns a cell holding key and a new state. If copyKey is true (K
 // is a string type), the key's bytes are copied into the cell's own
 // allocation when they fit in a few size classes (up to 96 bytes), and into
@@ -60,10 +86,10 @@ func newCell[K comparable](key K, copyKey bool) *cell[K] {
 			b [48]byte
 		})
 		c, buf = &f.c, f.b[:n]
-	case n <= 96:
+	case n <= inlineMax:
 		f := new(struct {
 			c cell[K]
-			b [96]byte
+			b [inlineMax]byte
 		})
 		c, buf = &f.c, f.b[:n]
 	default:

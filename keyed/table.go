@@ -41,7 +41,10 @@ func (c *cell[K]) dead() bool { return twoword.Dead(c.cnt.Load()) }
 // lookups skip. A key inserted after a lookup loaded the array may be missed;
 // the caller then takes the shard's mutex to insert it and finds it there.
 type table[K comparable] struct {
-	seed   maphash.Seed
+	seed maphash.Seed
+	// inline: K is a string type, and each cell holds a copy of its key's
+	// bytes (newCell).
+	inline bool
 	shards [shardCount]shard[K]
 }
 
@@ -82,8 +85,8 @@ type slot[K comparable] struct {
 	cell atomic.Pointer[cell[K]]
 }
 
-func newTable[K comparable]() *table[K] {
-	return &table[K]{seed: maphash.MakeSeed()}
+func newTable[K comparable](inline bool) *table[K] {
+	return &table[K]{seed: maphash.MakeSeed(), inline: inline}
 }
 
 // hash returns key's hash, never 0 (the mark of an empty slot).
@@ -119,7 +122,7 @@ func (t *table[K]) find(h uint64, key K) *cell[K] {
 			return nil
 		}
 		if xh == h {
-			if c := x.cell.Load(); c != nil && c.key == key {
+			if c := x.cell.Load(); c != nil && sameKey(c, key, t.inline) {
 				if c.dead() {
 					return nil
 				}

@@ -1,8 +1,10 @@
 package keyed
 
 import (
+	"strings"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 // TestTableGrowsAndShrinks: the slots stay between minLoad and maxLoad
@@ -43,5 +45,28 @@ func TestTableGrowsAndShrinks(t *testing.T) {
 	}
 	if got := w.keys.slotCount(); got > shardCount*minSlots {
 		t.Errorf("%d slots left with no key, want at most %d", got, shardCount*minSlots)
+	}
+}
+
+// TestCellKeyBytes: a string key's cell keeps its bytes where sameKey reads
+// them, right after the cell, for every length it copies inline; and sameKey
+// agrees with string comparison for keys of every length, equal or not.
+func TestCellKeyBytes(t *testing.T) {
+	for n := range 200 {
+		key := strings.Repeat("k", n)
+		c := newCell(strings.Clone(key), true)
+		if c.key != key {
+			t.Fatalf("length %d: the cell holds %q", n, c.key)
+		}
+		if n > 0 && n <= inlineMax {
+			if got, want := unsafe.Pointer(unsafe.StringData(c.key)), unsafe.Add(unsafe.Pointer(c), unsafe.Sizeof(*c)); got != want {
+				t.Fatalf("length %d: the key's bytes are at %p, want %p (right after the cell)", n, got, want)
+			}
+		}
+		for _, other := range []string{key, key + "k", strings.TrimSuffix(key, "k"), strings.Repeat("j", n)} {
+			if got, want := sameKey(c, other, true), c.key == other; got != want {
+				t.Fatalf("sameKey(cell %q, %q) = %v, want %v", c.key, other, got, want)
+			}
+		}
 	}
 }

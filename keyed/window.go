@@ -75,7 +75,7 @@ func NewWindow[K comparable](limit int, window time.Duration, opts ...Option) (*
 		keyCheck: keyCheckFor(reflect.TypeFor[K]()),
 		copyKeys: stringKeys[K](),
 		bound:    bound{maxKeys: int64(c.maxKeys)},
-		keys:     newTable[K](),
+		keys:     newTable[K](stringKeys[K]()),
 	}, nil
 }
 
