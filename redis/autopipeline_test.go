@@ -83,29 +83,7 @@ func TestAutoPipeline(t *testing.T) {
 		}
 	})
 
-	t.Run("script-flush", func(t *testing.T) {
-		rule := redis.Rule{Limit: 25, Window: 40 * time.Millisecond}
-		for _, exact := range []bool{true, false} {
-			mk := mustWindow
-			if exact {
-				mk = mustLog
-			}
-			l := mk(t, c, redis.Options{Prefix: "apflush", Timeout: time.Second}, rule)
-			flush := func() {
-				for range 3 {
-					_, err := redistest.Do(s.Addr(), "SCRIPT", "FLUSH")
-					require.NoError(t, err)
-				}
-			}
-			bySrc := split(load(t, l, "flush", 8, 60, flush))
-			require.Len(t, bySrc, 1, "every call decided by Redis: %v", keys(bySrc))
-			bound := rule.Limit
-			if !exact {
-				bound = 2*rule.Limit - 1
-			}
-			require.LessOrEqual(t, maxInWindow(bySrc[redis.FromRedis], rule.Window.Microseconds()), bound)
-		}
-	})
+	t.Run("script-flush", func(t *testing.T) { scriptFlushLoad(t, s, c, "apflush") })
 
 	t.Run("kill-restart", func(t *testing.T) {
 		// A server of its own: this one is stopped and restarted empty.

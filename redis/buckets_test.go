@@ -372,15 +372,15 @@ func TestOutsideBuckets(t *testing.T) {
 // bucketBound returns, for stamps admitted by one rule of NewBuckets, the
 // largest cost in any window of its length and the bound on it: the limit
 // plus the most admitted in one sub-window.
-func bucketBound(s []stamp, r redis.Rule) (got, bound int) {
+func bucketBound(s []oracle.Stamp, r redis.Rule) (got, bound int64) {
 	p := r.Precision.Microseconds()
-	perSub := map[int64]int{}
-	most := 0
+	perSub := map[int64]int64{}
+	var most int64
 	for _, x := range s {
-		perSub[x.t/p] += x.n
-		most = max(most, perSub[x.t/p])
+		perSub[x.At/p] += x.Cost
+		most = max(most, perSub[x.At/p])
 	}
-	return maxInWindow(s, r.Window.Microseconds()), r.Limit + most
+	return oracle.MaxInWindow(s, r.Window.Microseconds()), int64(r.Limit) + most
 }
 
 // TestOutsideBucketsFaults: NewBuckets on the server's clock under 8
@@ -393,7 +393,7 @@ func TestOutsideBucketsFaults(t *testing.T) {
 	rule := redis.Rule{Limit: 20, Window: 50 * time.Millisecond, Precision: 10 * time.Millisecond}
 	l, err := redis.NewBuckets(c, redis.Options{Timeout: 200 * time.Millisecond}, rule)
 	require.NoError(t, err)
-	check := func(what string, ds []redis.Decision) map[redis.Source][]stamp {
+	check := func(what string, ds []redis.Decision) map[redis.Source][]oracle.Stamp {
 		bySrc := split(ds)
 		got, bound := bucketBound(bySrc[redis.FromRedis], rule)
 		require.LessOrEqual(t, got, bound, "%s: admitted in one window", what)

@@ -1,7 +1,6 @@
 package redis_test
 
 import (
-	"sort"
 	"sync"
 	"testing"
 	"time"
@@ -9,32 +8,9 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"github.com/slidelimit/slidelimit/internal/oracle"
 	"github.com/slidelimit/slidelimit/redis"
 )
-
-type stamp struct {
-	t int64
-	n int
-}
-
-// maxInWindow returns the largest admitted cost in any window (t-w, t], t an
-// admitted instant (the sum can only peak at one).
-func maxInWindow(s []stamp, w int64) int {
-	sort.Slice(s, func(i, j int) bool { return s[i].t < s[j].t })
-	best, sum, lo := 0, 0, 0
-	for hi := range s {
-		sum += s[hi].n
-		for s[lo].t <= s[hi].t-w {
-			sum -= s[lo].n
-			lo++
-		}
-		// Stamps equal to s[hi].t after hi belong to the same window.
-		if hi+1 == len(s) || s[hi+1].t != s[hi].t {
-			best = max(best, sum)
-		}
-	}
-	return best
-}
 
 // TestOutsideServerTime: 16 goroutines on two separate clients (two
 // connection pools, as two processes would have) hit one key on the server's
@@ -58,6 +34,15 @@ func TestOutsideServerTime(t *testing.T) {
 	}
 }
 
+// loadBound is the most a limiter may admit in any window of r under load:
+// the limit for the exact log, 2*limit-1 for the window.
+func loadBound(r redis.Rule, exact bool) int64 {
+	if exact {
+		return int64(r.Limit)
+	}
+	return 2*int64(r.Limit) - 1
+}
+
 // serverTimeLoad runs 16 goroutines, goroutine g on ls[g%len(ls)], each
 // making 120 weighted calls on one key on the server's clock, and checks from
 // the instants the script returned for the admitted calls that no window of
@@ -65,7 +50,7 @@ func TestOutsideServerTime(t *testing.T) {
 func serverTimeLoad(t *testing.T, exact bool, rules []redis.Rule, ls ...*redis.Limiter) {
 	t.Helper()
 	var mu sync.Mutex
-	var admitted []stamp
+	var admitted []oracle.Stamp
 	refused := 0
 	var wg sync.WaitGroup
 	for g := range 16 {
@@ -80,7 +65,7 @@ func serverTimeLoad(t *testing.T, exact bool, rules []redis.Rule, ls ...*redis.L
 				}
 				mu.Lock()
 				if d.Allowed {
-					admitted = append(admitted, stamp{d.At.UnixMicro(), n})
+					admitted = append(admitted, oracle.Stamp{At: d.At.UnixMicro(), Cost: int64(n)})
 				} else {
 					refused++
 				}
@@ -92,11 +77,7 @@ func serverTimeLoad(t *testing.T, exact bool, rules []redis.Rule, ls ...*redis.L
 	require.NotEmpty(t, admitted)
 	require.Positive(t, refused, "the load must exceed the limit for the test to mean anything")
 	for _, r := range rules {
-		got := maxInWindow(admitted, r.Window.Microseconds())
-		bound := r.Limit
-		if !exact {
-			bound = 2*r.Limit - 1
-		}
+		got, bound := oracle.MaxInWindow(admitted, r.Window.Microseconds()), loadBound(r, exact)
 		require.LessOrEqual(t, got, bound, "exact %v rule %v: admitted %d in one window", exact, r, got)
 		t.Logf("exact %v rule %d/%v: max %d in a window, %d admitted calls, %d refused", exact, r.Limit, r.Window, got, len(admitted), refused)
 	}

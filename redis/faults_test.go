@@ -13,6 +13,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"github.com/slidelimit/slidelimit/internal/oracle"
 	"github.com/slidelimit/slidelimit/redis"
 	"github.com/slidelimit/slidelimit/redis/internal/redistest"
 )
@@ -48,15 +49,15 @@ func load(t *testing.T, l *redis.Limiter, key string, g, calls int, mid func()) 
 }
 
 // split returns the admitted stamps by source.
-func split(ds []redis.Decision) map[redis.Source][]stamp {
-	m := map[redis.Source][]stamp{}
+func split(ds []redis.Decision) map[redis.Source][]oracle.Stamp {
+	m := map[redis.Source][]oracle.Stamp{}
 	for _, d := range ds {
 		if d.Source == redis.FromError {
-			m[redis.FromError] = append(m[redis.FromError], stamp{})
+			m[redis.FromError] = append(m[redis.FromError], oracle.Stamp{})
 			continue
 		}
 		if d.Allowed {
-			m[d.Source] = append(m[d.Source], stamp{d.At.UnixMicro(), 1})
+			m[d.Source] = append(m[d.Source], oracle.Stamp{At: d.At.UnixMicro(), Cost: 1})
 		}
 	}
 	return m
@@ -86,11 +87,11 @@ func killRestart(t *testing.T, s *redistest.Server, c redis.Client, kind string,
 		rule.Precision = 10 * time.Millisecond
 		newf = redis.NewBuckets
 	}
-	bound := func(st []stamp) (got, bound int) {
+	bound := func(st []oracle.Stamp) (got, bound int64) {
 		if kind == "buckets" {
 			return bucketBound(st, rule)
 		}
-		return maxInWindow(st, rule.Window.Microseconds()), rule.Limit
+		return oracle.MaxInWindow(st, rule.Window.Microseconds()), int64(rule.Limit)
 	}
 	for _, p := range []redis.Policy{redis.FailClosed, redis.FailOpen, redis.FallBack} {
 		o := redis.Options{Timeout: 200 * time.Millisecond, OnError: p, Fallback: []redis.Rule{fbRule}, Prefix: fmt.Sprintf("kill%d", p)}
@@ -108,7 +109,7 @@ func killRestart(t *testing.T, s *redistest.Server, c redis.Client, kind string,
 			require.NotEmpty(t, bySrc[redis.FromFailOpen])
 		case redis.FallBack:
 			require.NotEmpty(t, bySrc[redis.FromFallback])
-			require.LessOrEqual(t, maxInWindow(bySrc[redis.FromFallback], fbRule.Window.Microseconds()), fbRule.Limit)
+			require.LessOrEqual(t, oracle.MaxInWindow(bySrc[redis.FromFallback], fbRule.Window.Microseconds()), int64(fbRule.Limit))
 		}
 		s.Restart()
 		// After a run of dial failures go-redis's pool stops dialling
@@ -135,7 +136,7 @@ func killRestart(t *testing.T, s *redistest.Server, c redis.Client, kind string,
 	}
 }
 
-func keys(m map[redis.Source][]stamp) []redis.Source {
+func keys(m map[redis.Source][]oracle.Stamp) []redis.Source {
 	var k []redis.Source
 	for s := range m {
 		k = append(k, s)
@@ -148,27 +149,28 @@ func keys(m map[redis.Source][]stamp) []redis.Source {
 // limiter send the source, which did not run the first time.
 func TestOutsideScriptFlush(t *testing.T) {
 	s, _, c := standalone(t)
+	scriptFlushLoad(t, s, c, "flush")
+}
+
+// scriptFlushLoad is TestOutsideScriptFlush's load and check, for the exact
+// log and the window on client c of server s, their keys under prefix.
+func scriptFlushLoad(t *testing.T, s *redistest.Server, c redis.Client, prefix string) {
 	rule := redis.Rule{Limit: 25, Window: 40 * time.Millisecond}
 	for _, exact := range []bool{true, false} {
 		mk := mustWindow
 		if exact {
 			mk = mustLog
 		}
-		l := mk(t, c, redis.Options{Timeout: time.Second}, rule)
+		l := mk(t, c, redis.Options{Prefix: prefix, Timeout: time.Second}, rule)
 		flush := func() {
 			for range 3 {
 				_, err := redistest.Do(s.Addr(), "SCRIPT", "FLUSH")
 				require.NoError(t, err)
 			}
 		}
-		ds := load(t, l, "flush", 8, 60, flush)
-		bySrc := split(ds)
+		bySrc := split(load(t, l, "flush", 8, 60, flush))
 		require.Len(t, bySrc, 1, "every call decided by Redis: %v", keys(bySrc))
-		bound := rule.Limit
-		if !exact {
-			bound = 2*rule.Limit - 1
-		}
-		require.LessOrEqual(t, maxInWindow(bySrc[redis.FromRedis], rule.Window.Microseconds()), bound)
+		require.LessOrEqual(t, oracle.MaxInWindow(bySrc[redis.FromRedis], rule.Window.Microseconds()), loadBound(rule, exact))
 	}
 }
 
@@ -245,7 +247,7 @@ func timeoutPolicies(t *testing.T, s *redistest.Server, c redis.Client, kind str
 	t.Logf("%s: calls that timed out and were applied by the server later: %d of 4", kind, applied)
 }
 
-func counts(m map[redis.Source][]stamp) map[redis.Source]int {
+func counts(m map[redis.Source][]oracle.Stamp) map[redis.Source]int {
 	c := map[redis.Source]int{}
 	for s, v := range m {
 		c[s] = len(v)
