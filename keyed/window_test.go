@@ -75,6 +75,67 @@ func TestOutsideKeyedWindow(t *testing.T) {
 	runOutsideConfigs(t, newOutsideWindow, func(limit int) int { return 2*limit - 1 })
 }
 
+// statusWindow is a Window whose admissions go through DecideStatus, each
+// answer checked against what its caller knows (the instant, the cost and
+// the answer itself): an admission leaves at most limit-n and no RetryAt; a
+// refusal by the window leaves less than n and names an instant after now,
+// or none; ResetAt is now exactly when the whole limit remains, and later
+// otherwise. The first inconsistency is kept in bad.
+type statusWindow struct {
+	*keyed.Window[int]
+	bad atomic.Pointer[string]
+}
+
+func (w *statusWindow) AllowN(key int, now time.Time, n int) bool {
+	s, err := w.DecideStatus(key, now, n)
+	limit := w.Limit()
+	var why string
+	switch {
+	case err != nil:
+		if s.Admitted {
+			why = "admitted with an error"
+		}
+	case n < 1:
+	case s.Remaining < 0 || s.Remaining > limit:
+		why = "Remaining out of [0, limit]"
+	case s.Admitted && (s.Remaining > limit-n || !s.RetryAt.IsZero()):
+		why = "admitted, but Remaining above limit-n or a RetryAt"
+	case !s.Admitted && (s.Remaining >= n || (!s.RetryAt.IsZero() && !s.RetryAt.After(now))):
+		why = "refused, but Remaining at least n or RetryAt not after now"
+	case (s.Remaining == limit) != s.ResetAt.Equal(now) || (s.Remaining < limit && !s.ResetAt.After(now)):
+		why = "ResetAt not now exactly when the whole limit remains"
+	}
+	if why != "" {
+		msg := fmt.Sprintf("DecideStatus(%d, %v, %d) = %+v, %v: %s", key, now, n, s, err, why)
+		w.bad.CompareAndSwap(nil, &msg)
+	}
+	return s.Admitted
+}
+
+// TestOutsideKeyedWindowStatus is TestOutsideKeyedWindow with every
+// admission made by DecideStatus (statusWindow): the same bound, and every
+// answer consistent with itself.
+func TestOutsideKeyedWindowStatus(t *testing.T) {
+	var mu sync.Mutex
+	var made []*statusWindow
+	runOutsideConfigs(t, func(limit int, win time.Duration, opts ...keyed.Option) (outsideStore, error) {
+		w, err := keyed.NewWindow[int](limit, win, opts...)
+		if err != nil {
+			return nil, err
+		}
+		sw := &statusWindow{Window: w}
+		mu.Lock()
+		made = append(made, sw)
+		mu.Unlock()
+		return sw, nil
+	}, func(limit int) int { return 2*limit - 1 })
+	for _, w := range made {
+		if msg := w.bad.Load(); msg != nil {
+			t.Fatal(*msg)
+		}
+	}
+}
+
 // TestWindowMatchesLimiter feeds a Window and a Limiter over window.Limiter
 // the same random calls, one at a time: admissions of every cost (zero,
 // negative and above the limit included), queries, stale instants, idle gaps,
