@@ -50,7 +50,6 @@ type Window[K comparable] struct {
 	rule     twocount.Rule
 	base     clock.Base
 	keyCheck keyCheck
-	copyKeys bool // K is a string type: cells keep a copy of the key's bytes
 	bound
 }
 
@@ -73,7 +72,6 @@ func NewWindow[K comparable](limit int, window time.Duration, opts ...Option) (*
 		rule:     twocount.Rule{Limit: int64(limit), Window: int64(window)},
 		base:     clock.NewBase(),
 		keyCheck: keyCheckFor(reflect.TypeFor[K]()),
-		copyKeys: stringKeys[K](),
 		bound:    bound{maxKeys: int64(c.maxKeys)},
 		keys:     newTable[K](stringKeys[K]()),
 	}, nil
@@ -206,7 +204,7 @@ func (w *Window[K]) clampOff(off int64) int64 {
 func (w *Window[K]) create(h uint64, key K, off int64) (*cell[K], error) {
 	for swept := false; ; swept = true {
 		if w.reserve() {
-			c := newCell(key, w.copyKeys)
+			c := newCell(key, w.keys.inline)
 			got, loaded := w.keys.loadOrInsert(h, c)
 			if loaded {
 				w.n.Add(-1)
