@@ -3,35 +3,14 @@ package keyed
 import (
 	"time"
 
-	"github.com/slidelimit/slidelimit/internal/twocount"
 	"github.com/slidelimit/slidelimit/internal/twoword"
+	"github.com/slidelimit/slidelimit/window"
 )
 
 // Status is one decision of a Window with what a rate-limited service
-// reports beside it (an HTTP 429's Retry-After, the RateLimit fields), all
-// taken from the one snapshot of the key's state the decision was made on,
-// so that they never disagree with the decision.
-type Status struct {
-	// Admitted reports whether n was admitted (and recorded).
-	Admitted bool
-	// Remaining is the largest cost that would be admitted for the key at
-	// the decision's instant, after the decision: what TokensAt would have
-	// answered on that snapshot.
-	Remaining int
-	// RetryAt, when n was refused by the key's window, is the earliest
-	// instant, not before now, at which n would be admitted if nothing else
-	// were admitted for the key meanwhile (what ReadyAt would have
-	// answered), or the zero Time if n does not fit even at the last
-	// instant a window can tell apart. It is the zero Time when n was
-	// admitted or refused for another reason (an error).
-	RetryAt time.Time
-	// ResetAt is the earliest instant, not before now, at which the key's
-	// whole limit would be admitted if nothing else were admitted: now when
-	// Remaining is the limit, and the zero Time when that is not known (the
-	// key is absent and the Window full, or past the last instant a window
-	// can tell apart).
-	ResetAt time.Time
-}
+// reports beside it, all taken from the one snapshot of the key's state the
+// decision was made on: window.Limiter's Status, for one key.
+type Status = window.Status
 
 // DecideStatus is Decide, and also returns what remains for the key and
 // when the cost and the whole limit would fit, read from the snapshot the
@@ -95,17 +74,12 @@ func (w *Window[K]) peek(h uint64, key K, now time.Time, off int64) Status {
 
 // status is Remaining and ResetAt of the state s, read for a call at now.
 func (w *Window[K]) status(now time.Time, s twoword.Seen) Status {
-	rem := w.rule.Tokens(s.Prev, s.Curr, s.T-s.Start)
-	st := Status{Remaining: int(rem), ResetAt: now}
-	if rem < w.rule.Limit {
-		st.ResetAt, _ = w.readyAt(now, s, w.rule.Limit)
-	}
-	return st
+	rem, reset := s.Quota(&w.rule, w.base, now)
+	return Status{Remaining: int(rem), ResetAt: reset}
 }
 
 // readyAt is the instant, not before now, at which n fits on the state s if
 // nothing else is admitted, and true; or false if n never fits (as ReadyAt).
 func (w *Window[K]) readyAt(now time.Time, s twoword.Seen, n int64) (time.Time, bool) {
-	r := w.rule.ReadyAt(s.Start, s.Prev, s.Curr, s.T, n)
-	return w.base.Ready(now, s.T, r, r <= twocount.OffMax)
+	return s.ReadyAt(&w.rule, w.base, now, n)
 }

@@ -237,7 +237,7 @@ func (w *Window[K]) TokensAt(key K, now time.Time) int {
 		}
 		return int(w.rule.Limit)
 	}
-	return int(w.rule.Tokens(st.Prev, st.Curr, st.T-st.Start))
+	return int(st.Remaining(&w.rule))
 }
 
 // view returns the state of key as a call at offset off from base decides on

@@ -76,11 +76,8 @@ func TestOutsideKeyedWindow(t *testing.T) {
 }
 
 // statusWindow is a Window whose admissions go through DecideStatus, each
-// answer checked against what its caller knows (the instant, the cost and
-// the answer itself): an admission leaves at most limit-n and no RetryAt; a
-// refusal by the window leaves less than n and names an instant after now,
-// or none; ResetAt is now exactly when the whole limit remains, and later
-// otherwise. The first inconsistency is kept in bad.
+// answer checked against what its caller knows (conformance.StatusProblem),
+// and never admitted with an error. The first inconsistency is kept in bad.
 type statusWindow struct {
 	*keyed.Window[int]
 	bad atomic.Pointer[string]
@@ -88,22 +85,14 @@ type statusWindow struct {
 
 func (w *statusWindow) AllowN(key int, now time.Time, n int) bool {
 	s, err := w.DecideStatus(key, now, n)
-	limit := w.Limit()
 	var why string
 	switch {
 	case err != nil:
 		if s.Admitted {
 			why = "admitted with an error"
 		}
-	case n < 1:
-	case s.Remaining < 0 || s.Remaining > limit:
-		why = "Remaining out of [0, limit]"
-	case s.Admitted && (s.Remaining > limit-n || !s.RetryAt.IsZero()):
-		why = "admitted, but Remaining above limit-n or a RetryAt"
-	case !s.Admitted && (s.Remaining >= n || (!s.RetryAt.IsZero() && !s.RetryAt.After(now))):
-		why = "refused, but Remaining at least n or RetryAt not after now"
-	case (s.Remaining == limit) != s.ResetAt.Equal(now) || (s.Remaining < limit && !s.ResetAt.After(now)):
-		why = "ResetAt not now exactly when the whole limit remains"
+	default:
+		why = conformance.StatusProblem(w.Limit(), n, now, s.Admitted, s.Remaining, s.RetryAt, s.ResetAt)
 	}
 	if why != "" {
 		msg := fmt.Sprintf("DecideStatus(%d, %v, %d) = %+v, %v: %s", key, now, n, s, err, why)

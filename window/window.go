@@ -175,8 +175,7 @@ func (l *Limiter) TokensAt(now time.Time) int {
 	if l.rule.Limit == 0 {
 		return 0
 	}
-	t, ws, p, c := l.view(l.base.Offset(now))
-	return int(l.rule.Tokens(p, c, t-ws))
+	return int(l.seen(l.base.Offset(now)).Remaining(&l.rule))
 }
 
 // ReadyAt returns the earliest instant, not before now, at which AllowN would
@@ -193,11 +192,9 @@ func (l *Limiter) ReadyAt(now time.Time, n int) (at time.Time, ok bool) {
 	if n < 0 || int64(n) > l.rule.Limit {
 		return time.Time{}, false
 	}
-	t, ws, p, c := l.view(l.base.Offset(now))
 	// now itself when n fits at the instant now is decided at; never past
 	// the last instant the limiter tells apart.
-	r := l.rule.ReadyAt(ws, p, c, t, int64(n))
-	return l.base.Ready(now, t, r, r <= twocount.OffMax)
+	return l.seen(l.base.Offset(now)).ReadyAt(&l.rule, l.base, now, int64(n))
 }
 
 // IdleAt reports whether the limiter carries no information at now: nothing
@@ -232,9 +229,9 @@ func (l *Limiter) allow(off int64, n int) bool {
 	return ok
 }
 
-// view returns the instant t offset off is decided at, and the window start
-// and counters in effect at t.
-func (l *Limiter) view(off int64) (t, ws, p, c int64) {
-	t, ws, p, c, _ = twoword.View(&l.at, &l.cnt, &l.rule, off)
-	return t, ws, p, c
+// seen returns the state a call at offset off decides on: the instant it is
+// decided at, and the window start and counters in effect then.
+func (l *Limiter) seen(off int64) twoword.Seen {
+	t, ws, p, c, _ := twoword.View(&l.at, &l.cnt, &l.rule, off)
+	return twoword.Seen{T: t, Start: ws, Prev: p, Curr: c}
 }

@@ -1,0 +1,70 @@
+package window
+
+import (
+	"time"
+
+	"github.com/slidelimit/slidelimit/internal/twoword"
+)
+
+// Status is one decision of a two-counter window with what a rate-limited
+// service reports beside it (an HTTP 429's Retry-After, the RateLimit
+// fields), all taken from the one snapshot of the window's state the decision
+// was made on, so that they never disagree with the decision. Limiter and
+// keyed.Window return it.
+type Status struct {
+	// Admitted reports whether n was admitted (and recorded).
+	Admitted bool
+	// Remaining is the largest cost that would be admitted at the
+	// decision's instant, after the decision: what TokensAt would have
+	// answered on that snapshot.
+	Remaining int
+	// RetryAt, when n was refused by the window, is the earliest instant,
+	// not before now, at which n would be admitted if nothing else were
+	// admitted meanwhile (what ReadyAt would have answered), or the zero
+	// Time if n can never be admitted (n < 0, n above the limit, or n not
+	// fitting even at the last instant a window can tell apart). It is the
+	// zero Time when n was admitted, and when n was refused for a reason
+	// of the caller's (a keyed store's error).
+	RetryAt time.Time
+	// ResetAt is the earliest instant, not before now, at which the whole
+	// limit would be admitted if nothing else were admitted: now when
+	// Remaining is the limit, and the zero Time when that is not known (a
+	// keyed store with no room for an absent key, or past the last instant
+	// a window can tell apart).
+	ResetAt time.Time
+}
+
+// DecideStatus is AllowN, and also returns what remains and when n and the
+// whole limit would fit, read from the snapshot the decision was made on: the
+// answers TokensAt and ReadyAt give, minus the admissions of other goroutines
+// that a second call could see land in between. Its edges are AllowN's: n ==
+// 0 is admitted and records nothing; n < 0 and n > Limit() are refused (with
+// a zero RetryAt, as ReadyAt's false), and then Remaining and ResetAt
+// describe the limiter at now as TokensAt and ReadyAt(now, Limit()) would. It
+// is lock-free and allocates nothing.
+func (l *Limiter) DecideStatus(now time.Time, n int) Status {
+	if l.rule.Limit == 0 {
+		// The zero Limiter: its whole limit, 0, is there now; nothing
+		// else ever fits.
+		return Status{Admitted: n == 0, ResetAt: now}
+	}
+	off := l.base.Offset(now)
+	if n <= 0 || int64(n) > l.rule.Limit {
+		s := l.status(l.seen(off), now)
+		s.Admitted = n == 0
+		return s
+	}
+	ok, _, seen := twoword.Decide(&l.at, &l.cnt, &l.rule, off, n)
+	s := l.status(seen, now)
+	s.Admitted = ok
+	if !ok {
+		s.RetryAt, _ = seen.ReadyAt(&l.rule, l.base, now, int64(n))
+	}
+	return s
+}
+
+// status is Remaining and ResetAt of the state s, read for a call at now.
+func (l *Limiter) status(s twoword.Seen, now time.Time) Status {
+	rem, reset := s.Quota(&l.rule, l.base, now)
+	return Status{Remaining: int(rem), ResetAt: reset}
+}
