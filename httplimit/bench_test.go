@@ -72,3 +72,53 @@ func BenchmarkRemoteAddr(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkSharedWindow: one window.Limiter shared by every request, served
+// from every P at once (b.RunParallel), RateLimit fields on: "status" is
+// Window, which decides and reads the quota from one snapshot
+// (DecideStatus); "queries" is the same adapter deciding with AllowN and
+// reading the quota with TokensAt and ReadyAt, each a read of the shared
+// state that other cores keep writing. Run with -cpu 1,2 and compare the
+// two in the same process.
+func BenchmarkSharedWindow(b *testing.B) {
+	for _, path := range []string{"admit", "refuse"} {
+		for _, decide := range []struct {
+			name  string
+			adapt func(*window.Limiter) httplimit.Limiter
+		}{{"status", httplimit.Window}, {"queries", httplimit.WindowByQueries}} {
+			b.Run("path="+path+"/decide="+decide.name, func(b *testing.B) {
+				limit, per := window.MaxLimit, 10*time.Millisecond // about 10^8 per second: never reached
+				want := http.StatusOK
+				if path == "refuse" {
+					limit, per, want = 1, time.Hour, http.StatusTooManyRequests
+				}
+				l, err := window.New(limit, per)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if path == "refuse" {
+					l.Allow() // uses the limit
+				}
+				m, err := httplimit.New(decide.adapt(l))
+				if err != nil {
+					b.Fatal(err)
+				}
+				h := m.Handler(ok200)
+				b.ReportAllocs()
+				b.RunParallel(func(pb *testing.PB) {
+					r := request("192.0.2.1:1234")
+					w := &reusable{h: http.Header{}}
+					for pb.Next() {
+						clear(w.h)
+						w.code = 0
+						h.ServeHTTP(w, r)
+						if w.code != want {
+							b.Errorf("status %d, want %d", w.code, want)
+							return
+						}
+					}
+				})
+			})
+		}
+	}
+}

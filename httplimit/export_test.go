@@ -1,6 +1,10 @@
 package httplimit
 
-import "time"
+import (
+	"time"
+
+	"github.com/slidelimit/slidelimit/window"
+)
 
 // SetNow replaces the middleware's clock, so tests inject instants.
 func SetNow(m *Middleware, now func() time.Time) { m.now = now }
@@ -29,3 +33,18 @@ func RemoteAddrSlow(s string) (string, error) {
 	}
 	return addrKey(a, text, DefaultIPv6Prefix), nil
 }
+
+// WindowByQueries adapts l as Window does, but through a type that hides
+// DecideStatus: it decides with AllowN and reads the quota with TokensAt and
+// ReadyAt, as the adapters of ring and multi do.
+func WindowByQueries(l *window.Limiter) Limiter { return newOne(queriesOnly{l}, l != nil) }
+
+type queriesOnly struct{ l *window.Limiter }
+
+func (q queriesOnly) AllowN(now time.Time, n int) bool { return q.l.AllowN(now, n) }
+func (q queriesOnly) TokensAt(now time.Time) int       { return q.l.TokensAt(now) }
+func (q queriesOnly) ReadyAt(now time.Time, n int) (time.Time, bool) {
+	return q.l.ReadyAt(now, n)
+}
+func (q queriesOnly) Limit() int            { return q.l.Limit() }
+func (q queriesOnly) Window() time.Duration { return q.l.Window() }

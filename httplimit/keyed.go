@@ -132,22 +132,12 @@ func (p *perKey[S]) decide(d *Decision, key string, now time.Time, cost int, quo
 // from the decision's own snapshot.
 func (p *perKey[S]) decideStatus(d *Decision, key string, now time.Time, cost int) error {
 	s, err := p.status.DecideStatus(key, now, cost)
-	switch {
-	case s.Admitted:
-		d.Allowed = true
-	case err == nil && !s.RetryAt.IsZero():
-		d.Reason, d.RetryAt = OverLimit, s.RetryAt
-	case err == nil, errors.Is(err, keyed.ErrNeverReady):
-		d.Reason = Never
-	case errors.Is(err, keyed.ErrFull):
-		d.Reason = Full
-	default:
+	if err != nil && !errors.Is(err, keyed.ErrNeverReady) && !errors.Is(err, keyed.ErrFull) {
 		return err
 	}
-	d.NumQuota = 1
-	d.Quota[0] = Quota{Remaining: s.Remaining}
-	if !s.ResetAt.IsZero() {
-		d.Quota[0].Reset = max(s.ResetAt.Sub(now), 0)
+	fromStatus(d, s, now) // a refusal with an error names no RetryAt: Never
+	if errors.Is(err, keyed.ErrFull) {
+		d.Reason = Full
 	}
 	return nil
 }

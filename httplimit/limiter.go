@@ -29,8 +29,9 @@ const (
 	// OverLimit: the cost does not fit now; Decision.RetryAt says when it
 	// would fit if nothing else were admitted meanwhile.
 	OverLimit
-	// Never: the cost can never be admitted (it exceeds a rule's limit, or
-	// it is negative). Nothing was recorded and RetryAt is zero.
+	// Never: the cost can never be admitted (it exceeds a rule's limit, it
+	// is negative, or it does not fit even at the last instant the limiter
+	// tells apart, decades away). Nothing was recorded and RetryAt is zero.
 	Never
 	// Full: the limiter has no room for a new key (a keyed store holding
 	// its maximum number of keys, none of them idle). Nothing was recorded

@@ -1,0 +1,64 @@
+package httplimit_test
+
+import (
+	"context"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/slidelimit/slidelimit/httplimit"
+	"github.com/slidelimit/slidelimit/window"
+)
+
+// TestWindowMatchesQueries: Window decides from one snapshot of the shared
+// limiter (window.Limiter.DecideStatus); the same adapter over a limiter
+// that only answers AllowN, TokensAt and ReadyAt assembles its Decision from
+// three calls. With one goroutine the two must agree on every field of every
+// decision, through idle gaps, stale instants, costs out of range and
+// instants past the last one a window tells apart (where a cost that does
+// not fit never will: Never, not a Retry-After).
+func TestWindowMatchesQueries(t *testing.T) {
+	const limit, win = 5, time.Second
+	seed := uint64(time.Now().UnixNano())
+	r := rand.New(rand.NewPCG(seed, 5))
+	a, err := window.New(limit, win)
+	require.NoError(t, err)
+	b, err := window.New(limit, win)
+	require.NoError(t, err)
+	got, want := httplimit.Window(a), httplimit.WindowByQueries(b)
+	require.Equal(t, want.Rules(), got.Rules())
+	reasons := map[httplimit.Reason]int{}
+	now := time.Unix(1_700_000_000, 0)
+	for i := range 20_000 {
+		switch {
+		case i == 19_000:
+			now = now.Add(70 * 365 * 24 * time.Hour) // time stops for both limiters
+		case r.IntN(200) == 0:
+			now = now.Add(time.Duration(r.Int64N(int64(3 * win))))
+		default:
+			now = now.Add(time.Duration(r.Int64N(int64(win / (4 * limit)))))
+		}
+		at := now
+		if r.IntN(10) == 0 {
+			at = now.Add(-time.Duration(r.Int64N(int64(win))))
+		}
+		cost := 1 + r.IntN(limit)
+		if r.IntN(20) == 0 {
+			cost = r.IntN(limit+3) - 1
+		}
+		g, gerr := got.Decide(context.Background(), "", at, cost)
+		w, werr := want.Decide(context.Background(), "", at, cost)
+		require.NoError(t, gerr)
+		require.NoError(t, werr)
+		// Instants by wall clock: the two limiters' monotonic readings differ.
+		g.RetryAt, w.RetryAt = g.RetryAt.Round(0), w.RetryAt.Round(0)
+		require.Equal(t, w, g, "seed %d, request %d: at %v, cost %d", seed, i, at, cost)
+		reasons[g.Reason]++
+	}
+	for _, why := range []httplimit.Reason{httplimit.Admitted, httplimit.OverLimit, httplimit.Never} {
+		assert.NotZero(t, reasons[why], "no decision with reason %v: the run did not exercise it", why)
+	}
+}
