@@ -1,17 +1,21 @@
 package redis_test
 
 import (
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"github.com/slidelimit/slidelimit/internal/oracle"
 	"github.com/slidelimit/slidelimit/redis"
 )
 
@@ -112,4 +116,202 @@ func TestLogExpiryServerClock(t *testing.T) {
 		t.Logf("limit %d: %d admitted (%d at the caller's instants), %d refused", tc.limit, admitted, callers, refused)
 		require.Positive(t, callers)
 	}
+}
+
+// TestOutsideExpiryServerTime: keys that expire and come back, seen from
+// outside. Eight goroutines on two clients call one key on the server's
+// clock for about 1.5 s, in phases: bursts from every goroutine (far above
+// the limit, so admissions must carry the key's expiry past the horizon its
+// header recorded), trickles from one goroutine (just below the limit, so
+// the admissions spread over the window), and pauses. Some pauses outlast
+// the key, which expires and is created again; others end while the last
+// admissions of a trickle still count, and the burst after them must find
+// them. Every decision, admitted or refused, in the order of the instants
+// the script decided at, must be the oracle's: a key gone while an admission
+// inside a window still counted would admit a call the oracle refuses. The
+// keys are those of NewLog and NewWindow without a MinTTL, which lets them
+// expire soon after their last admission.
+func TestOutsideExpiryServerTime(t *testing.T) {
+	s, gc, c1 := standalone(t)
+	gc2 := goredis.NewClient(&goredis.Options{Addr: s.Addr(), ContextTimeoutEnabled: true})
+	t.Cleanup(func() { _ = gc2.Close() })
+	c2, err := redis.NewGoRedis(gc2)
+	require.NoError(t, err)
+	// One rule: a second, shorter one would cap the burst after a pause
+	// and hide the admissions a lost key forgot.
+	rules := []redis.Rule{{Limit: 8, Window: 60 * time.Millisecond}}
+	// The phases, in order, and how long each lasts (ms). The key lives at
+	// most two TTLs of 61 ms (the log) or twice the longest window plus a
+	// TTL (the window) after its last admission: 200 ms outlasts both. The
+	// pauses of 40 to 55 ms after a trickle end while a few of its
+	// admissions still count.
+	const (
+		pause = iota
+		trickle
+		burst
+	)
+	phases := [][2]int{
+		{burst, 100}, {trickle, 150}, {pause, 45}, {burst, 60}, {pause, 200},
+		{trickle, 150}, {pause, 40}, {burst, 60}, {trickle, 120}, {pause, 50},
+		{burst, 100}, {pause, 200}, {trickle, 120}, {pause, 55}, {burst, 60},
+	}
+	for _, exact := range []bool{true, false} {
+		name, newL := "window", redis.NewWindow
+		if exact {
+			name, newL = "log", redis.NewLog
+		}
+		t.Run(name, func(t *testing.T) {
+			opts := redis.Options{Prefix: "expload", Timeout: 5 * time.Second}
+			l1, err := newL(c1, opts, rules...)
+			require.NoError(t, err)
+			l2, err := newL(c2, opts, rules...)
+			require.NoError(t, err)
+			rk, err := redis.RedisKey(l1, "k")
+			require.NoError(t, err)
+
+			type call struct {
+				at      int64 // µs, the instant the script decided at
+				n       int
+				allowed bool
+			}
+			var mu sync.Mutex
+			var calls []call
+			start := time.Now()
+			// phaseAt is the phase in progress at d after start, and false
+			// after the last.
+			phaseAt := func(d time.Duration) (int, bool) {
+				for _, p := range phases {
+					if d < time.Duration(p[1])*time.Millisecond {
+						return p[0], true
+					}
+					d -= time.Duration(p[1]) * time.Millisecond
+				}
+				return pause, false
+			}
+			var wg sync.WaitGroup
+			for g := range 8 {
+				wg.Go(func() {
+					l := l1
+					if g%2 == 1 {
+						l = l2
+					}
+					rng := rand.New(rand.NewPCG(uint64(g), 9))
+					var next time.Time // of goroutine 0's next call in a trickle
+					for {
+						phase, more := phaseAt(time.Since(start))
+						if !more {
+							return
+						}
+						if phase == pause || (phase == trickle && (g != 0 || time.Now().Before(next))) {
+							time.Sleep(time.Millisecond)
+							continue
+						}
+						n := 1 + rng.IntN(2)
+						if phase == trickle {
+							// About 6 per 60 ms, one at a time: all
+							// admitted once the burst's have left,
+							// spread over the window.
+							n = 1
+							next = time.Now().Add(time.Duration(9000+rng.IntN(2000)) * time.Microsecond)
+						}
+						d, err := l.AllowN(t.Context(), "k", time.Time{}, n)
+						if err != nil {
+							t.Errorf("goroutine %d: %v", g, err)
+							return
+						}
+						mu.Lock()
+						calls = append(calls, call{d.At.UnixMicro(), n, d.Allowed})
+						mu.Unlock()
+						time.Sleep(time.Duration(rng.IntN(1500)) * time.Microsecond)
+					}
+				})
+			}
+			// The key must really go away in the long pauses, or the test
+			// proves nothing about expiry.
+			gone := 0
+			for {
+				phase, more := phaseAt(time.Since(start))
+				if !more {
+					break
+				}
+				if phase == pause {
+					if n, err := gc.Exists(t.Context(), rk).Result(); err == nil && n == 0 {
+						gone++
+					}
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+			wg.Wait()
+			require.Positive(t, gone, "the key never expired during the pauses")
+
+			slices.SortStableFunc(calls, func(a, b call) int { return cmp.Compare(a.at, b.at) })
+			var m oracle.Model = oracle.NewTwoCounter(oracle.StaleToStart, oracle.AnchorIdle, oracleRules(rules)...)
+			if exact {
+				m = oracle.NewLog(oracleRules(rules)...)
+			}
+			admitted, refused := 0, 0
+			for i := 0; i < len(calls); {
+				j := i + 1
+				for j < len(calls) && calls[j].at == calls[i].at {
+					j++
+				}
+				// Scripts that read the same microsecond ran in some order
+				// the instants do not tell: one order must explain them.
+				group := calls[i:j]
+				require.True(t, explains(m, group[0].at, len(group), func(k int) (int, bool) { return group[k].n, group[k].allowed }),
+					"%s: the calls decided at %d µs (%d of them, #%d of %d) are not what the oracle decides in any order: %+v", name, group[0].at, len(group), i, len(calls), group)
+				for _, c := range group {
+					m.Record(c.at, c.n, c.allowed)
+					if c.allowed {
+						admitted++
+					} else {
+						refused++
+					}
+				}
+				i = j
+			}
+			t.Logf("%s: %d admitted, %d refused; the key was seen gone %d times", name, admitted, refused, gone)
+			require.Positive(t, refused, "the load must exceed the limit for the test to mean anything")
+		})
+	}
+}
+
+// explains reports whether some order of the k calls made at instant at,
+// call i of cost n(i) and answer allowed(i), gives every call its answer on
+// the model m (nothing recorded yet). At one instant an admission adds its
+// cost to what the next call finds, so call i fits after the admitted cost s
+// before it iff m fits s+n(i).
+func explains(m oracle.Model, at int64, k int, call func(i int) (n int, allowed bool)) bool {
+	if k > 4 {
+		return false // never seen: scripts take microseconds each
+	}
+	order := make([]int, k)
+	for i := range order {
+		order[i] = i
+	}
+	var try func(p int) bool
+	try = func(p int) bool {
+		if p == k {
+			s := 0
+			for _, i := range order {
+				n, allowed := call(i)
+				if m.Fits(at, s+n) != allowed {
+					return false
+				}
+				if allowed {
+					s += n
+				}
+			}
+			return true
+		}
+		for q := p; q < k; q++ {
+			order[p], order[q] = order[q], order[p]
+			if try(p + 1) {
+				return true
+			}
+			order[p], order[q] = order[q], order[p]
+		}
+		return false
+	}
+	return try(0)
 }

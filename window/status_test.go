@@ -112,7 +112,7 @@ func (l *statusLimiter) AllowN(now time.Time, n int) bool {
 // admission made by DecideStatus: the window's bound holds, and every answer
 // is consistent with itself although other goroutines admit at the same time.
 func TestOutsideStatus(t *testing.T) {
-	var made []*statusLimiter // the check builds its limiters in this goroutine
+	var made []*statusLimiter // the check builds its limiters one subtest at a time
 	conformance.RunOutside(t, conformanceOptions(func(limit int, window time.Duration) (conformance.Limiter, error) {
 		l, err := New(limit, window)
 		if err != nil {
