@@ -324,7 +324,7 @@ func printKeyed(w io.Writer, r results, path string, cpu int) {
 func printMemory(w io.Writer, mem []memResult, rings []ringMem) {
 	if len(mem) > 0 {
 		fmt.Fprintf(w, "## Memory per key (limit 100 per hour per key, one admitted call per key, live heap after GC; "+
-			"the caller's key strings are not counted unless a store copies them)\n\n| store | keys | bytes/key | key bytes (mean) |\n| --- | --- | --- | --- |\n")
+			"each call's key is built for the call and dropped, so whatever a store keeps of it counts)\n\n| store | keys | bytes/key | key bytes (mean) |\n| --- | --- | --- | --- |\n")
 		for _, m := range mem {
 			fmt.Fprintf(w, "| %s | %d | %.1f | %.1f |\n", m.store, m.keys, m.bytesPerKey, m.keyBytes)
 		}

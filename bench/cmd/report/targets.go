@@ -85,7 +85,7 @@ func targets(rep *accuracy.Report, r results, mem []memResult, rings []ringMem) 
 		best := math.Inf(1)
 		bestName := ""
 		for _, m := range mem {
-			if m.keys == 1_000_000 && !isOurs(m.store) && m.bytesPerKey < best {
+			if m.keys == 1_000_000 && !isOurs(m.store) && !keepsHash[m.store] && m.bytesPerKey < best {
 				best, bestName = m.bytesPerKey, m.store
 			}
 		}
@@ -95,7 +95,7 @@ func targets(rep *accuracy.Report, r results, mem []memResult, rings []ringMem) 
 					m.bytesPerKey <= 64+m.keyBytes, "%.1f B/key vs %.1f (64 + %.1f key bytes)", m.bytesPerKey, 64+m.keyBytes, m.keyBytes)
 			}
 			if isOurs(m.store) && m.keys == 1_000_000 {
-				add(m.store+": bytes per key at 1M keys vs every keyed peer", "below the smallest peer", 0, !math.IsInf(best, 1),
+				add(m.store+": bytes per key at 1M keys vs every keyed peer that keeps the key", "below the smallest such peer", 0, !math.IsInf(best, 1),
 					m.bytesPerKey < best, "%.1f B/key vs %.1f (%s): %.2fx", m.bytesPerKey, best, bestName, m.bytesPerKey/best)
 			}
 		}
@@ -147,3 +147,9 @@ func printTargets(w io.Writer, ts []target) {
 }
 
 func isOurs(store string) bool { return strings.HasPrefix(store, "keyed") }
+
+// keepsHash names the peers that keep a 64-bit hash of each key instead of
+// the key (httprate's counters are a map[uint64]int): two keys whose hashes
+// collide share one limit, so their memory per key is not compared with
+// that of the stores that keep the key.
+var keepsHash = map[string]bool{"httprate": true}
