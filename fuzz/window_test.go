@@ -20,7 +20,9 @@ import (
 // window's rules: windows anchored at an admission into an idle limiter and
 // following back to back, a stale instant decided at the start of the
 // current window), and fails on the first difference
-// in AllowN, TokensAt, ReadyAt or IdleAt. Whenever IdleAt is true it also
+// in AllowN, TokensAt, ReadyAt or IdleAt. A second limiter decides the same
+// calls with DecideStatus, whose every field must be what the first one's
+// queries answer right after the call. Whenever IdleAt is true it also
 // starts a new limiter and checks that both decide every later call alike
 // (until a call goes back before that instant, which the contract does not
 // cover). At the end it checks the bound over windows of every alignment:
@@ -77,6 +79,7 @@ func replayWindow(t *testing.T, data []byte) {
 		if err != nil {
 			t.Fatalf("New(%d, %v): %v", limit, w, err)
 		}
+		ds, _ := window.New(limit, w) // decides with DecideStatus
 		o := oracle.NewTwoCounter(oracle.StaleToStart, oracle.AnchorIdle, oracle.R(limit, w))
 		var shadow *window.Limiter // a new limiter started when l was idle
 		var idleSince int64
@@ -103,9 +106,22 @@ func replayWindow(t *testing.T, data []byte) {
 				idleSince = sim
 			}
 
+			wantRetry, retryOK := l.ReadyAt(now, op.n) // a refusal changes nothing
 			want := o.AllowN(sim, op.n)
 			if got := l.AllowN(now, op.n); got != want {
 				t.Fatalf("op %d (limit %d, W %v): AllowN(t0%+d, %d) = %v, want %v", i, limit, w, sim, op.n, got, want)
+			}
+			// ds decides the same calls with DecideStatus: the same
+			// decision, and the answers l's queries give right after it.
+			st := ds.DecideStatus(now, op.n)
+			wantSt := window.Status{Admitted: want, Remaining: l.TokensAt(now)}
+			if !want && op.n != 0 && retryOK {
+				wantSt.RetryAt = wantRetry
+			}
+			wantSt.ResetAt, _ = l.ReadyAt(now, limit)
+			if st.Admitted != wantSt.Admitted || st.Remaining != wantSt.Remaining ||
+				!st.RetryAt.Round(0).Equal(wantSt.RetryAt.Round(0)) || !st.ResetAt.Round(0).Equal(wantSt.ResetAt.Round(0)) {
+				t.Fatalf("op %d (limit %d, W %v): DecideStatus(t0%+d, %d) = %+v, the queries say %+v", i, limit, w, sim, op.n, st, wantSt)
 			}
 			if shadow != nil {
 				if got := shadow.AllowN(now, op.n); got != want {
