@@ -67,8 +67,7 @@ func TestAutoPipeline(t *testing.T) {
 	t.Run("group-log", func(t *testing.T) { replayGroup(t, c, true) })
 	t.Run("group-window", func(t *testing.T) { replayGroup(t, c, false) })
 	t.Run("group-server-time", func(t *testing.T) {
-		gc2 := goredis.NewClient(&goredis.Options{Addr: s.Addr(), ContextTimeoutEnabled: true})
-		t.Cleanup(func() { _ = gc2.Close() })
+		gc2, _ := connect(t, s)
 		groupServerTimeLoad(t, c, autopipelined(t, gc2))
 	})
 

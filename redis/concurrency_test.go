@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	goredis "github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/slidelimit/slidelimit/internal/oracle"
@@ -19,10 +18,7 @@ import (
 // limit for the exact log, and no more than 2*limit-1 for the window.
 func TestOutsideServerTime(t *testing.T) {
 	s, _, c1 := standalone(t)
-	gc2 := goredis.NewClient(&goredis.Options{Addr: s.Addr(), ContextTimeoutEnabled: true})
-	t.Cleanup(func() { _ = gc2.Close() })
-	c2, err := redis.NewGoRedis(gc2)
-	require.NoError(t, err)
+	_, c2 := connect(t, s)
 
 	rules := []redis.Rule{{Limit: 30, Window: 20 * time.Millisecond}, {Limit: 100, Window: 200 * time.Millisecond}}
 	for _, exact := range []bool{true, false} {

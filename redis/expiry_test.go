@@ -133,10 +133,7 @@ func TestLogExpiryServerClock(t *testing.T) {
 // expire soon after their last admission.
 func TestOutsideExpiryServerTime(t *testing.T) {
 	s, gc, c1 := standalone(t)
-	gc2 := goredis.NewClient(&goredis.Options{Addr: s.Addr(), ContextTimeoutEnabled: true})
-	t.Cleanup(func() { _ = gc2.Close() })
-	c2, err := redis.NewGoRedis(gc2)
-	require.NoError(t, err)
+	_, c2 := connect(t, s)
 	// One rule: a second, shorter one would cap the burst after a pause
 	// and hide the admissions a lost key forgot.
 	rules := []redis.Rule{{Limit: 8, Window: 60 * time.Millisecond}}

@@ -326,10 +326,7 @@ func TestGroupErrors(t *testing.T) {
 // admission counted in both keys.
 func TestOutsideGroupServerTime(t *testing.T) {
 	s, _, c1 := standalone(t)
-	gc2 := goredis.NewClient(&goredis.Options{Addr: s.Addr(), ContextTimeoutEnabled: true})
-	t.Cleanup(func() { _ = gc2.Close() })
-	c2, err := redis.NewGoRedis(gc2)
-	require.NoError(t, err)
+	_, c2 := connect(t, s)
 	groupServerTimeLoad(t, c1, c2)
 }
 

@@ -25,11 +25,19 @@ func at(us int64) time.Time { return time.UnixMicro(us) }
 func standalone(t testing.TB) (*redistest.Server, *goredis.Client, redis.Client) {
 	t.Helper()
 	s := redistest.Start(t)
+	gc, c := connect(t, s)
+	return s, gc, c
+}
+
+// connect returns a new go-redis client on s, with its own connection pool
+// (as another process would have), closed when the test ends.
+func connect(t testing.TB, s *redistest.Server) (*goredis.Client, redis.Client) {
+	t.Helper()
 	gc := goredis.NewClient(&goredis.Options{Addr: s.Addr(), ContextTimeoutEnabled: true})
 	t.Cleanup(func() { _ = gc.Close() })
 	c, err := redis.NewGoRedis(gc)
 	require.NoError(t, err)
-	return s, gc, c
+	return gc, c
 }
 
 func clusterClient(t testing.TB, cl *redistest.Cluster) (*goredis.ClusterClient, redis.Client) {
