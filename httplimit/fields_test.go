@@ -15,6 +15,7 @@ import (
 	"github.com/slidelimit/slidelimit/httplimit"
 	"github.com/slidelimit/slidelimit/multi"
 	"github.com/slidelimit/slidelimit/ring"
+	"github.com/slidelimit/slidelimit/window"
 )
 
 var t0 = time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
@@ -46,6 +47,13 @@ func get(h http.Handler, at *clock, offset time.Duration, header ...string) *htt
 func mustRing(t *testing.T, limit int, w time.Duration) *ring.Limiter {
 	t.Helper()
 	l, err := ring.New(limit, w)
+	require.NoError(t, err)
+	return l
+}
+
+func mustWindow(t *testing.T, limit int, w time.Duration) *window.Limiter {
+	t.Helper()
+	l, err := window.New(limit, w)
 	require.NoError(t, err)
 	return l
 }

@@ -234,6 +234,15 @@ func (w *reusable) WriteHeader(code int)        { w.code = code }
 // WriteString is what net/http's ResponseWriter offers too.
 func (w *reusable) WriteString(s string) (int, error) { return len(s), nil }
 
+// serve sends r through h on w, its header map cleared first, and returns
+// the status code written (0 if none).
+func (w *reusable) serve(h http.Handler, r *http.Request) int {
+	clear(w.h)
+	w.code = 0
+	h.ServeHTTP(w, r)
+	return w.code
+}
+
 func TestAllocations(t *testing.T) {
 	k, err := keyed.New[string](func() (*ring.Limiter, error) { return ring.New(1_000_000, time.Hour) })
 	require.NoError(t, err)
@@ -250,6 +259,8 @@ func TestAllocations(t *testing.T) {
 		{"keyed, fields off", httplimit.Keyed(k, httplimit.Rule{Limit: 1_000_000, Window: time.Hour}), httplimit.FieldsOff, 0},
 		{"keyed window, fields on", httplimit.KeyedWindow(mustKeyedWindow(t, 1_000_000, time.Hour)), httplimit.FieldsAlways, 1},
 		{"keyed window, fields off", httplimit.KeyedWindow(mustKeyedWindow(t, 1_000_000, time.Hour)), httplimit.FieldsOff, 0},
+		{"window, fields on", httplimit.Window(mustWindow(t, 1_000_000, time.Hour)), httplimit.FieldsAlways, 1},
+		{"window, fields off", httplimit.Window(mustWindow(t, 1_000_000, time.Hour)), httplimit.FieldsOff, 0},
 		// Retry-After values allocate nothing after their first use.
 		{"refusals, fields off", httplimit.Ring(mustRing(t, 1, time.Hour)), httplimit.FieldsOff, 0},
 		{"refusals, fields on", httplimit.Ring(mustRing(t, 1, time.Hour)), httplimit.FieldsAlways, 1},
