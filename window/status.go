@@ -24,7 +24,8 @@ type Status struct {
 	// Time if n can never be admitted (n < 0, n above the limit, or n not
 	// fitting even at the last instant a window can tell apart). It is the
 	// zero Time when n was admitted, and when n was refused for a reason
-	// of the caller's (a keyed store's error).
+	// other than the window (an error of keyed.Window: no room for a new
+	// key, a key not equal to itself).
 	RetryAt time.Time
 	// ResetAt is the earliest instant, not before now, at which the whole
 	// limit would be admitted if nothing else were admitted: now when
