@@ -33,6 +33,15 @@ type bound struct {
 	// nextAuto is the earliest call instant at which a full Limiter may sweep
 	// on its own again; nil means at once.
 	nextAuto atomic.Pointer[time.Time]
+	// perKey is what an automatic sweep is taken to cost per key held, in
+	// 1/1024 ns (0 before the first), for pacing the next one: the cost
+	// measured, but at most twice the previous estimate. A goroutine
+	// preempted mid-sweep stretches the measured time without using the
+	// CPU, and on a loaded machine that once held the next sweep back for
+	// seconds while a full store refused new keys; a real rise in cost
+	// (more keys, colder caches) is followed by doubling. Only the
+	// goroutine running an automatic sweep reads or writes it.
+	perKey int64
 }
 
 // clamp returns now, or the latest sweep's instant if that is later.
@@ -88,11 +97,25 @@ func (b *bound) sweepWhenFull(now time.Time, sweep func(time.Time) int) bool {
 	if next := b.nextAuto.Load(); next != nil && now.Before(*next) {
 		return false
 	}
+	keys := max(b.n.Load(), 1)
 	start := time.Now()
 	removed := sweep(now)
+	took := time.Since(start)
 	// At least one nanosecond: a second sweep at the same instant would
 	// find nothing the first one left.
-	next := now.Add(max(autoSweepGap*time.Since(start), 1))
+	next := now.Add(max(autoSweepGap*b.paced(took, keys), 1))
 	b.nextAuto.Store(&next)
 	return removed > 0
+}
+
+// paced records an automatic sweep over keys keys that took took, and
+// returns the duration the next one is paced by: took, or less if took is
+// more than twice the previous estimate per key (see perKey).
+func (b *bound) paced(took time.Duration, keys int64) time.Duration {
+	per := int64(min(took, 1<<50)) << 10 / keys // 13 days: no overflow
+	if b.perKey > 0 && per > 2*b.perKey {
+		per = 2 * b.perKey
+	}
+	b.perKey = max(per, 1)
+	return time.Duration(min(per*keys>>10, int64(took)))
 }

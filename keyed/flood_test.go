@@ -79,9 +79,10 @@ func floodOne[S interface {
 		// machine, or the race detector, can slow it down tenfold). With
 		// a short window it also lasts, up to maxSweepWait, until a key
 		// has been admitted after the store was first full: an automatic
-		// sweep waits 16 times the wall time the previous one took, and
-		// one preempted for 100 ms on a loaded machine holds the next
-		// back for 1.6 s.
+		// sweep waits 16 times the previous one's duration, and the first
+		// sweep has no estimate to cap that duration with, so one
+		// preempted for 100 ms on a loaded machine holds the next back
+		// for 1.6 s.
 		minPhase     = time.Second
 		maxPhase     = 2 * time.Second
 		maxSweepWait = 10 * time.Second

@@ -52,8 +52,10 @@
 // Sweep does. To keep a flood of new keys from turning into back-to-back
 // sweeps, such an automatic sweep is skipped when another automatic sweep is
 // running or when the previous one began less than 16 times its own duration
-// earlier (measured on the instants of the calls); the time spent in
-// automatic sweeps is thus at most about 1/16 of one goroutine's time. If no
+// earlier (measured on the instants of the calls; a sweep that took more than
+// twice as long per key as the one before it, as a goroutine preempted
+// mid-sweep does, counts as twice that one); the time spent in automatic
+// sweeps is thus at most about 1/16 of one goroutine's time. If no
 // room is made, the new key is refused: AllowN returns false, Decide's error
 // wraps [ErrFull], TokensAt reports 0, ReadyAt reports false and WaitN fails
 // with an error wrapping ErrFull, while keys already present keep their
@@ -154,9 +156,9 @@ const MaxMaxKeys = math.MaxInt32
 // cores), as in the other packages of this module.
 const cacheLine = 64
 
-// autoSweepGap is how many times its own duration an automatic sweep (one
-// started because the Limiter is full) waits, on the calls' instants, before
-// the next one may start.
+// autoSweepGap is how many times its own duration (as bound.paced counts
+// it) an automatic sweep (one started because the Limiter is full) waits, on
+// the calls' instants, before the next one may start.
 const autoSweepGap = 16
 
 // Entry states. An entry is live while it is in the map. A sweep that finds
