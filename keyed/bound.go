@@ -37,8 +37,8 @@ type bound struct {
 	// 1/1024 ns (0 before the first), for pacing the next one: the cost
 	// measured, but at most twice the previous estimate. A goroutine
 	// preempted mid-sweep stretches the measured time without using the
-	// CPU, and on a loaded machine that once held the next sweep back for
-	// seconds while a full store refused new keys; a real rise in cost
+	// CPU, and on a loaded machine that can hold the next sweep back for
+	// seconds while a full store refuses new keys; a real rise in cost
 	// (more keys, colder caches) is followed by doubling. Only the
 	// goroutine running an automatic sweep reads or writes it.
 	perKey int64
