@@ -6,8 +6,9 @@
 #   ./compare.sh           representative subset, about three minutes on
 #                          2 cores (make compare)
 #   ./compare.sh -full     every benchmark with -count 10, benchstat tables
-#   ./compare.sh -publish  copy the plots of the last full run to docs/img/
-#                          (the only step that writes outside bench/out/)
+#   ./compare.sh -publish  copy the plots of the last full run to docs/img/,
+#                          named by the run's date (the only step that writes
+#                          outside bench/out/)
 #
 # A run writes everything under bench/out/<mode>/: the raw go test output,
 # benchstat tables, report.md (the full report) and the plots in img/.
@@ -29,9 +30,15 @@ case "${1:-}" in
 		echo "compare.sh -publish: no plots in bench/$src: run ./compare.sh -full first" >&2
 		exit 1
 	fi
+	# Each plot is copied under the date of the run (NAME-YYYY-MM-DD-full.png),
+	# so that the plots of earlier runs, which docs/benchmarks.md shows under
+	# their own dates, are not overwritten.
+	day=$(date -u -r out/full/bench.txt +%F)
 	mkdir -p ../docs/img
-	cp "$src"/*.png ../docs/img/
-	echo "copied bench/$src/*.png to docs/img/ (commit them with docs/benchmarks.md)" >&2
+	for f in "$src"/*.png; do
+		cp "$f" "../docs/img/$(basename "$f" .png)-$day-full.png"
+	done
+	echo "copied bench/$src/*.png to docs/img/*-$day-full.png (commit them with docs/benchmarks.md)" >&2
 	exit 0
 	;;
 *) echo "usage: $0 [-full | -publish]" >&2; exit 2 ;;
