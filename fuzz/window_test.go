@@ -119,8 +119,7 @@ func replayWindow(t *testing.T, data []byte) {
 				wantSt.RetryAt = wantRetry
 			}
 			wantSt.ResetAt, _ = l.ReadyAt(now, limit)
-			if st.Admitted != wantSt.Admitted || st.Remaining != wantSt.Remaining ||
-				!st.RetryAt.Round(0).Equal(wantSt.RetryAt.Round(0)) || !st.ResetAt.Round(0).Equal(wantSt.ResetAt.Round(0)) {
+			if !sameStatus(st, wantSt) {
 				t.Fatalf("op %d (limit %d, W %v): DecideStatus(t0%+d, %d) = %+v, the queries say %+v", i, limit, w, sim, op.n, st, wantSt)
 			}
 			if shadow != nil {
