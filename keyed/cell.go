@@ -69,29 +69,13 @@ func newCell[K comparable](key K, copyKey bool) *cell[K] {
 	case n == 0:
 		c = &cell[K]{key: key}
 	case n <= 16:
-		f := new(struct {
-			c cell[K]
-			b [16]byte
-		})
-		c, buf = &f.c, f.b[:n]
+		c, buf = cellWithBytes[K, [16]byte](n)
 	case n <= 32:
-		f := new(struct {
-			c cell[K]
-			b [32]byte
-		})
-		c, buf = &f.c, f.b[:n]
+		c, buf = cellWithBytes[K, [32]byte](n)
 	case n <= 48:
-		f := new(struct {
-			c cell[K]
-			b [48]byte
-		})
-		c, buf = &f.c, f.b[:n]
+		c, buf = cellWithBytes[K, [48]byte](n)
 	case n <= inlineMax:
-		f := new(struct {
-			c cell[K]
-			b [inlineMax]byte
-		})
-		c, buf = &f.c, f.b[:n]
+		c, buf = cellWithBytes[K, [inlineMax]byte](n)
 	default:
 		c = &cell[K]{}
 		buf = make([]byte, n)
@@ -104,4 +88,14 @@ func newCell[K comparable](key K, copyKey bool) *cell[K] {
 	}
 	c.at.Store(twoword.New())
 	return c
+}
+
+// cellWithBytes allocates a cell followed by the byte array B, in one
+// allocation, and returns the cell and the first n bytes of the array.
+func cellWithBytes[K comparable, B any](n int) (*cell[K], []byte) {
+	f := new(struct {
+		c cell[K]
+		b B
+	})
+	return &f.c, unsafe.Slice((*byte)(unsafe.Pointer(&f.b)), unsafe.Sizeof(f.b))[:n]
 }
