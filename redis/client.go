@@ -71,19 +71,23 @@ type goRedis struct {
 }
 
 // onceCmd is a command that go-redis must not retry once it may have been
-// written (goredis.Cmder's NoRetry).
-type onceCmd struct{ *goredis.Cmd }
+// written (goredis.Cmder's NoRetry). It reads the script's reply, an array
+// of integers, straight into a []int64.
+type onceCmd struct{ *goredis.IntSliceCmd }
 
 func (onceCmd) NoRetry() bool { return true }
 
-func (g goRedis) run(ctx context.Context, name, first string, keys []string, args []any) ([]int64, error) {
+// run sends name ("evalsha" or "eval"), first (the digest or the source),
+// the keys and the arguments; name is an interface so that the constants the
+// callers pass are not boxed on every call.
+func (g goRedis) run(ctx context.Context, name any, first string, keys []string, args []any) ([]int64, error) {
 	a := make([]any, 0, 3+len(keys)+len(args))
 	a = append(a, name, first, len(keys))
 	for _, k := range keys {
 		a = append(a, k)
 	}
 	a = append(a, args...)
-	cmd := onceCmd{goredis.NewCmd(ctx, a...)}
+	cmd := onceCmd{goredis.NewIntSliceCmd(ctx, a...)}
 	var err error
 	if g.ap != nil {
 		// The deferred face: queue the script, wait for its reply only
@@ -99,7 +103,7 @@ func (g goRedis) run(ctx context.Context, name, first string, keys []string, arg
 		}
 		return nil, err
 	}
-	return cmd.Int64Slice()
+	return cmd.Result()
 }
 
 func (g goRedis) EvalSHA(ctx context.Context, sha1 string, keys []string, args []any) ([]int64, error) {

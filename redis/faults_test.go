@@ -220,6 +220,10 @@ func timeoutPolicies(t *testing.T, s *redistest.Server, c redis.Client, kind str
 	require.True(t, errors.Is(err, context.DeadlineExceeded), "got %v", err)
 	require.False(t, d.Allowed)
 	require.Equal(t, redis.FromError, d.Source)
+	// A context that can never be cancelled shares its deadline with the
+	// calls of the same slot of time; it ends at the timeout all the same.
+	_, err = closed.AllowN(context.Background(), "k", now, 1)
+	require.True(t, errors.Is(err, context.DeadlineExceeded), "got %v", err)
 	d, err = open.AllowN(t.Context(), "k", now, 1)
 	require.NoError(t, err)
 	require.True(t, d.Allowed)
@@ -231,7 +235,7 @@ func timeoutPolicies(t *testing.T, s *redistest.Server, c redis.Client, kind str
 		require.Equal(t, redis.FromFallback, d.Source)
 		require.Equal(t, want, d.Allowed, "fallback call %d (fallback limit 1)", i)
 	}
-	// Four calls, each ended by its own timeout, not by the pause.
+	// Five calls, each ended by its own timeout, not by the pause.
 	require.Less(t, time.Since(start), 380*time.Millisecond)
 
 	// Once the pause ends, the server may still run calls it had
@@ -244,7 +248,7 @@ func timeoutPolicies(t *testing.T, s *redistest.Server, c redis.Client, kind str
 	require.NoError(t, err)
 	applied := rule.Limit - d.Remaining[0]
 	require.LessOrEqual(t, applied, rule.Limit)
-	t.Logf("%s: calls that timed out and were applied by the server later: %d of 4", kind, applied)
+	t.Logf("%s: calls that timed out and were applied by the server later: %d of 5", kind, applied)
 }
 
 func counts(m map[redis.Source][]oracle.Stamp) map[redis.Source]int {

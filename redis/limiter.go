@@ -93,7 +93,12 @@ type Options struct {
 	Prefix string
 	// Timeout bounds each decision (a context deadline; see NewGoRedis for
 	// when go-redis honours it on the socket). Zero means DefaultTimeout;
-	// negative means none beyond the caller's context.
+	// negative means none beyond the caller's context. A deadline of the
+	// caller's that comes first is kept. Calls whose context can never be
+	// cancelled (context.Background, a context of values) share one
+	// deadline per 128th of the timeout, so such a call may run up to a
+	// 128th of the timeout longer; a cancellable context gets a deadline
+	// of its own.
 	Timeout time.Duration
 	// OnError is the failure policy.
 	OnError Policy
@@ -159,9 +164,9 @@ type Limiter struct {
 	rules   []Rule
 	args    []any // the script arguments of one key: a header (log: cap, ttl ms, rules; others: least TTL µs, rules), then limit, window µs (buckets: limit, precision µs, buckets) per rule
 	maxLim  int
-	prefix  string
-	timeout time.Duration
-	minTTL  int64 // µs
+	keyBase string     // every Redis key starts with it: "prefix:kind:"
+	timeout *deadlines // nil: no timeout
+	minTTL  int64      // µs
 	policy  Policy
 	fb      fallbackStore
 }
@@ -240,15 +245,14 @@ func newLimiter(c Client, opts Options, rules []Rule, k kind) (*Limiter, error) 
 	}
 	l := &Limiter{
 		c: c, exact: exact, rules: append([]Rule(nil), rules...),
-		prefix: opts.Prefix, timeout: opts.Timeout, policy: opts.OnError,
+		policy: opts.OnError,
 		minTTL: opts.MinTTL.Microseconds(),
 	}
-	if l.prefix == "" {
-		l.prefix = DefaultPrefix
+	timeout := opts.Timeout
+	if timeout == 0 {
+		timeout = DefaultTimeout
 	}
-	if l.timeout == 0 {
-		l.timeout = DefaultTimeout
-	}
+	l.timeout = newDeadlines(timeout)
 	var maxW time.Duration
 	for _, r := range rules {
 		l.maxLim = max(l.maxLim, r.Limit)
@@ -268,6 +272,11 @@ func newLimiter(c Client, opts Options, rules []Rule, k kind) (*Limiter, error) 
 		l.s, l.kind = bucketScript, "bkt"
 		l.args = append(l.args, l.minTTL, len(rules))
 	}
+	prefix := opts.Prefix
+	if prefix == "" {
+		prefix = DefaultPrefix
+	}
+	l.keyBase = prefix + ":" + l.kind + ":"
 	for _, r := range rules {
 		if k == kindBuckets {
 			l.args = append(l.args, r.Limit, int64(r.Precision/time.Microsecond), int64(buckets(r)))
@@ -378,6 +387,10 @@ func (l *Limiter) decide(ctx context.Context, key string, now time.Time, n int, 
 	return decide(ctx, []*Limiter{l}, []string{key}, now, n, dry)
 }
 
+// serverClock is the instant argument that asks a script for the server's
+// clock (TIME), boxed once: a decision would otherwise allocate it.
+var serverClock any = int64(-1)
+
 // decide takes one decision on the keys, keys[i] under ls[i]: one script
 // call. The limiters are of one kind, on one client; the first gives the
 // timeout and the failure policy.
@@ -397,12 +410,13 @@ func decide(ctx context.Context, ls []*Limiter, keys []string, now time.Time, n 
 	if err := sameSlot(keys, rks); err != nil {
 		return Decision{}, err
 	}
-	us := int64(-1)
+	at := serverClock
 	if !now.IsZero() {
-		us = now.UnixMicro()
+		us := now.UnixMicro()
 		if us < 1 || us >= maxMicros {
 			return Decision{}, fmt.Errorf("redis: now must be after the Unix epoch and before 2112, got %v", now)
 		}
+		at = us
 	}
 	if n < 0 {
 		return Decision{}, fmt.Errorf("redis: n must be at least 0, got %d", n)
@@ -421,15 +435,12 @@ func decide(ctx context.Context, ls []*Limiter, keys []string, now time.Time, n 
 	if dry {
 		flag = 1
 	}
-	args := append(make([]any, 0, nargs), us, sent, flag)
+	args := append(make([]any, 0, nargs), at, sent, flag)
 	for _, m := range ls {
 		args = append(args, m.args...)
 	}
-	if l.timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, l.timeout)
-		defer cancel()
-	}
+	ctx, cancel := l.timeout.bound(ctx)
+	defer cancel()
 	reply, err := l.run(ctx, rks, args)
 	if err == nil {
 		return l.decision(reply, nrules)
@@ -544,7 +555,7 @@ func (l *Limiter) redisKey(key string) (string, error) {
 	if len(key) > MaxKeyLen {
 		return "", fmt.Errorf("redis: key must be at most %d bytes, got %d", MaxKeyLen, len(key))
 	}
-	base := l.prefix + ":" + l.kind + ":"
+	base := l.keyBase
 	if !strings.ContainsAny(key, "{}") {
 		return base + "{" + key + "}", nil
 	}

@@ -1,0 +1,164 @@
+package redis_test
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/slidelimit/slidelimit/redis"
+)
+
+// deadlineClient is a Client that answers every script at once with an
+// admission (or, when block is set, once its context has ended), and records
+// per Redis key what the context of the key's latest call carried: what the
+// limiter handed to the Redis client.
+type deadlineClient struct {
+	block bool
+	mu    sync.Mutex
+	last  map[string]seenContext
+}
+
+type seenContext struct {
+	deadline time.Time
+	ok       bool
+	value    any
+}
+
+type ctxKey struct{}
+
+func (c *deadlineClient) EvalSHA(ctx context.Context, _ string, keys []string, _ []any) ([]int64, error) {
+	dl, ok := ctx.Deadline()
+	c.mu.Lock()
+	if c.last == nil {
+		c.last = map[string]seenContext{}
+	}
+	c.last[keys[0]] = seenContext{dl, ok, ctx.Value(ctxKey{})}
+	c.mu.Unlock()
+	if c.block {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	now := time.Now().UnixMicro()
+	return []int64{1, now, now, 0}, nil
+}
+
+func (c *deadlineClient) Eval(ctx context.Context, _ string, keys []string, args []any) ([]int64, error) {
+	return c.EvalSHA(ctx, "", keys, args)
+}
+
+func (c *deadlineClient) Load(context.Context, string) error { return nil }
+
+func (c *deadlineClient) seen(t *testing.T, l *redis.Limiter, key string) seenContext {
+	t.Helper()
+	rk, err := redis.RedisKey(l, key)
+	require.NoError(t, err)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.last[rk]
+}
+
+// TestTimeoutDeadline checks, from the Redis client's side, the deadline each
+// decision runs under, from many goroutines at once: at least its timeout
+// after the call began and at most a 128th of the timeout more than that
+// after it ended (calls whose context can never be cancelled share one
+// deadline per slot of time); the caller's own deadline when it comes first;
+// and always the caller's context values. A decision whose Redis client does
+// not answer ends at its deadline.
+func TestTimeoutDeadline(t *testing.T) {
+	const timeout = 20 * time.Millisecond
+	rule := redis.Rule{Limit: 1, Window: time.Microsecond}
+	c := &deadlineClient{}
+	l, err := redis.NewLog(c, redis.Options{Timeout: timeout}, rule)
+	require.NoError(t, err)
+
+	// parents returns goroutine g's context: Background, a context of
+	// values, a cancellable one, one whose deadline comes after the
+	// timeout, or one whose deadline comes before it.
+	parents := func(g int) (context.Context, context.CancelFunc) {
+		bg := context.Background()
+		switch g % 5 {
+		case 0:
+			return bg, func() {}
+		case 1:
+			return context.WithValue(bg, ctxKey{}, g), func() {}
+		case 2:
+			return context.WithCancel(context.WithValue(bg, ctxKey{}, g))
+		case 3:
+			return context.WithTimeout(context.WithValue(bg, ctxKey{}, g), time.Hour)
+		default:
+			return context.WithTimeout(context.WithValue(bg, ctxKey{}, g), timeout/2)
+		}
+	}
+	var wg sync.WaitGroup
+	for g := range 10 {
+		wg.Go(func() {
+			key := "g" + strconv.Itoa(g)
+			for i := range 2000 {
+				ctx, cancel := parents(g)
+				own, hasOwn := ctx.Deadline()
+				start := time.Now()
+				d, err := l.Allow(ctx, key)
+				end := time.Now()
+				cancel()
+				if err != nil || !d.Allowed {
+					t.Errorf("goroutine %d, call %d: %+v, %v", g, i, d, err)
+					return
+				}
+				s := c.seen(t, l, key)
+				if want := ctx.Value(ctxKey{}); s.value != want {
+					t.Errorf("goroutine %d, call %d: the client saw the value %v, want %v", g, i, s.value, want)
+					return
+				}
+				switch {
+				case !s.ok:
+					t.Errorf("goroutine %d, call %d: no deadline", g, i)
+				case hasOwn && own.Sub(start) < timeout:
+					if !s.deadline.Equal(own) {
+						t.Errorf("goroutine %d, call %d: deadline %v, want the caller's %v", g, i, s.deadline, own)
+					}
+				case s.deadline.Before(start.Add(timeout)):
+					t.Errorf("goroutine %d, call %d: deadline %v after the call began, want at least %v",
+						g, i, s.deadline.Sub(start), timeout)
+				case s.deadline.After(end.Add(timeout + timeout/128)):
+					t.Errorf("goroutine %d, call %d: deadline %v after the call ended, want at most %v",
+						g, i, s.deadline.Sub(end), timeout+timeout/128)
+				}
+				if t.Failed() {
+					return
+				}
+				if i%400 == 0 {
+					time.Sleep(time.Duration(g+1) * timeout / 100)
+				}
+			}
+		})
+	}
+	wg.Wait()
+
+	t.Run("unanswered", func(t *testing.T) {
+		c := &deadlineClient{block: true}
+		l, err := redis.NewLog(c, redis.Options{Timeout: timeout}, rule)
+		require.NoError(t, err)
+		for g := range 4 {
+			ctx, cancel := parents(g)
+			start := time.Now()
+			_, err := l.Allow(ctx, "k")
+			cancel()
+			require.True(t, errors.Is(err, context.DeadlineExceeded), "goroutine %d: %v", g, err)
+			require.GreaterOrEqual(t, time.Since(start), timeout)
+		}
+	})
+
+	t.Run("none", func(t *testing.T) {
+		c := &deadlineClient{}
+		l, err := redis.NewLog(c, redis.Options{Timeout: -1}, rule)
+		require.NoError(t, err)
+		_, err = l.Allow(context.Background(), "k")
+		require.NoError(t, err)
+		require.False(t, c.seen(t, l, "k").ok, "a negative timeout adds no deadline")
+	})
+}
