@@ -3,16 +3,19 @@
 # redis-server that the benchmarks start themselves (redis/internal/redistest),
 # printed as markdown tables ready for docs/.
 #
-#   ./bench.sh            3 interleaved runs of 5000 decisions per case
-#   RUNS=5 BENCHTIME=20000x ./bench.sh
+#   ./bench.sh            3 runs of 5000 decisions per decider and concurrency
+#   RUNS=10 BENCHTIME=20000x ./bench.sh
 #   MEMORY=0 ./bench.sh   skip the memory per key at 100k keys
 #
-# Each run is one `go test -bench` process with its own server, so the
-# runs interleave the deciders instead of timing each one on its own.
-# Decisions per second are listed per run; the ratio is the median against
-# redis_rate's median at the same number of goroutines (for the deciders on
-# go-redis's autopipeliner, "-ap", against redis_rate's on it). The load average is
-# printed before and after: the numbers mean little on a busy machine.
+# Each run is one `go test -bench` process with its own server, in which the
+# deciders take turns in slices of decisions (BenchmarkDecide), so that
+# within a run they share the machine's good and bad moments. Decisions per
+# second are listed per run; the ratio against redis_rate at the same number
+# of goroutines (for the deciders on go-redis's autopipeliner, "-ap", against
+# redis_rate's on it) is taken within each run, and the table gives the
+# median of those ratios, their range and how many runs were at 1 or above.
+# The load average is printed before and after: the numbers mean little on a
+# busy machine.
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -48,19 +51,28 @@ function median(s,   v, m, i, j, t) {
 	if (m % 2) return v[(m + 1) / 2]
 	return (v[m / 2] + v[m / 2 + 1]) / 2
 }
+# paired(s, r): the ratios s[i]/r[i] of two lists of the same runs: their
+# median, their range and how many are at least 1.
+function paired(s, r,   a, b, m, i, j, t, lo, hi, ge, med) {
+	m = split(s, a, " "); split(r, b, " ")
+	for (i = 1; i <= m; i++) { a[i] = a[i] / b[i]; if (a[i] >= 1) ge++ }
+	for (i = 1; i <= m; i++) for (j = i + 1; j <= m; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
+	med = (m % 2) ? a[(m + 1) / 2] : (a[m / 2] + a[m / 2 + 1]) / 2
+	return sprintf("%.2fx [%.2f–%.2f], %d of %d", med, a[1], a[m], ge, m)
+}
 function list(s,   v, m, i, o) {
 	m = split(s, v, " "); o = ""
 	for (i = 1; i <= m; i++) o = o (i > 1 ? " / " : "") sprintf("%d", v[i])
 	return o
 }
 END {
-	print "| decider | goroutines | decisions/s (each run) | median | vs redis_rate | p50 µs | p99 µs | scripts per decision | server µs per decision |"
+	print "| decider | goroutines | decisions/s (each run) | median | vs redis_rate: median of the runs [range], runs at 1 or above | p50 µs | p99 µs | scripts per decision | server µs per decision |"
 	print "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"
 	for (i = 1; i <= n; i++) {
 		k = order[i]; split(k, kg, SUBSEP)
 		# a decider on the autopipeliner ("-ap") against redis_rate on it
 		ref = (kg[1] ~ /-ap$/ ? "redis_rate-ap" : "redis_rate") SUBSEP kg[2]
-		ratio = (ref in dps) ? sprintf("%.2fx", median(dps[k]) / median(dps[ref])) : "-"
+		ratio = (ref in dps) ? paired(dps[k], dps[ref]) : "-"
 		printf "| %s | %s | %s | %d | %s | %d | %d | %.3f | %.1f |\n", kg[1], kg[2], list(dps[k]), median(dps[k]), ratio, median(p50[k]), median(p99[k]), median(scr[k]), median(srv[k])
 	}
 }'

@@ -2,6 +2,7 @@ package redis_test
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -74,7 +75,13 @@ func deciders(b *testing.B, u goredis.UniversalClient, rate redis_rate.Limit, pr
 }
 
 // BenchmarkDecide measures one decision end to end (client, network,
-// script) at several concurrencies.
+// script) at several concurrencies. The deciders take turns: each round runs
+// a slice of decisions with every decider, in an order that rotates from
+// round to round, so that a machine that speeds up or slows down during the
+// run does so for all of them alike and the ratios between them are paired.
+// Each sub-benchmark reports one decider at one concurrency from that
+// interleaved measurement: -benchtime=Nx sets N decisions per decider
+// (5000 otherwise), and its own loop measures nothing.
 func BenchmarkDecide(b *testing.B) {
 	s := redistest.Start(b)
 	gc := goredis.NewClient(&goredis.Options{Addr: s.Addr(), PoolSize: 64, ContextTimeoutEnabled: true})
@@ -89,72 +96,108 @@ func BenchmarkDecide(b *testing.B) {
 		names = append(names, n)
 	}
 	slices.Sort(names)
+	ctx := context.Background()
 	for _, name := range names {
-		d := ds[name]
-		for _, g := range []int{1, 16, 64} {
+		for _, k := range keys { // loads the script, creates every key
+			require.NoError(b, ds[name](ctx, k))
+		}
+	}
+	n := 5000
+	if f := flag.Lookup("test.benchtime"); f != nil {
+		if v, err := strconv.Atoi(strings.TrimSuffix(f.Value.String(), "x")); err == nil && v > 0 {
+			n = v
+		}
+	}
+	for _, g := range []int{1, 16, 64} {
+		res := interleave(b, s, ds, names, keys, g, n)
+		for _, name := range names {
 			b.Run(fmt.Sprintf("%s/g=%d", name, g), func(b *testing.B) {
-				ctx := context.Background()
-				for _, k := range keys { // loads the script, creates every key
-					require.NoError(b, d(ctx, k))
+				for b.Loop() {
 				}
-				// Warm up with g goroutines, untimed: the client's pool
-				// then holds the g connections the run needs. Without
-				// this, the first decider to run at a given number of
-				// goroutines paid for dialling them, and the deciders
-				// that sort after it did not.
-				var warm sync.WaitGroup
-				for w := range g {
-					warm.Go(func() {
-						for i := range 20 {
-							if err := d(ctx, keys[(w*20+i)%len(keys)]); err != nil {
-								b.Error(err)
-								return
-							}
-						}
-					})
-				}
-				warm.Wait()
-				_, err := redistest.Do(s.Addr(), "CONFIG", "RESETSTAT")
-				require.NoError(b, err)
-				lat := make([][]time.Duration, g)
-				var wg sync.WaitGroup
-				b.ResetTimer()
-				start := time.Now()
-				for w := range g {
-					n := b.N / g
-					if w < b.N%g {
-						n++
-					}
-					wg.Go(func() {
-						r := rand.New(rand.NewPCG(uint64(w), 1))
-						l := make([]time.Duration, 0, n)
-						for range n {
-							t0 := time.Now()
-							if err := d(ctx, keys[r.IntN(len(keys))]); err != nil {
-								b.Error(err)
-								return
-							}
-							l = append(l, time.Since(t0))
-						}
-						lat[w] = l
-					})
-				}
-				wg.Wait()
-				el := time.Since(start)
-				b.StopTimer()
-				all := slices.Concat(lat...)
-				slices.Sort(all)
-				if len(all) > 0 {
-					b.ReportMetric(float64(len(all))/el.Seconds(), "decisions/s")
-					b.ReportMetric(float64(all[len(all)/2].Microseconds()), "p50-µs")
-					b.ReportMetric(float64(all[len(all)*99/100].Microseconds()), "p99-µs")
-				}
-				calls, usec := scriptStats(b, s.Addr())
-				b.ReportMetric(float64(calls)/float64(len(all)), "scripts/decision")
-				b.ReportMetric(usec, "server-µs/decision")
+				r := res[name]
+				slices.Sort(r.lat)
+				b.ReportMetric(float64(len(r.lat))/r.elapsed.Seconds(), "decisions/s")
+				b.ReportMetric(float64(r.lat[len(r.lat)/2].Microseconds()), "p50-µs")
+				b.ReportMetric(float64(r.lat[len(r.lat)*99/100].Microseconds()), "p99-µs")
+				b.ReportMetric(float64(r.calls)/float64(len(r.lat)), "scripts/decision")
+				b.ReportMetric(r.usec/float64(max(r.calls, 1)), "server-µs/decision")
 			})
 		}
 	}
+}
+
+// measured is what interleave gathered for one decider: the time its slices
+// took, the latency of each decision, and the script calls the server ran
+// for them and their server time in microseconds.
+type measured struct {
+	elapsed time.Duration
+	lat     []time.Duration
+	calls   int
+	usec    float64
+}
+
+// interleave runs n decisions with each decider at g goroutines, in slices of
+// at least 32 decisions per goroutine, the deciders taking turns. Keys are
+// drawn at random. Before its first slice, each decider warms the client's
+// pool with g goroutines, untimed, so that no decider pays for dialling the
+// connections the others then reuse.
+func interleave(b *testing.B, s *redistest.Server, ds map[string]decider, names, keys []string, g, n int) map[string]*measured {
+	ctx := context.Background()
+	slice := max(1000, 32*g)
+	res := map[string]*measured{}
+	for _, name := range names {
+		res[name] = &measured{lat: make([]time.Duration, 0, n)}
+		var warm sync.WaitGroup
+		for w := range g {
+			warm.Go(func() {
+				for i := range 20 {
+					if err := ds[name](ctx, keys[(w*20+i)%len(keys)]); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+		}
+		warm.Wait()
+	}
+	for round := 0; round*slice < n; round++ {
+		todo := min(slice, n-round*slice)
+		for i := range names {
+			name := names[(i+round)%len(names)]
+			d, m := ds[name], res[name]
+			_, err := redistest.Do(s.Addr(), "CONFIG", "RESETSTAT")
+			require.NoError(b, err)
+			lat := make([][]time.Duration, g)
+			var wg sync.WaitGroup
+			start := time.Now()
+			for w := range g {
+				k := todo / g
+				if w < todo%g {
+					k++
+				}
+				wg.Go(func() {
+					r := rand.New(rand.NewPCG(uint64(w), uint64(round)))
+					l := make([]time.Duration, 0, k)
+					for range k {
+						t0 := time.Now()
+						if err := d(ctx, keys[r.IntN(len(keys))]); err != nil {
+							b.Error(err)
+							return
+						}
+						l = append(l, time.Since(t0))
+					}
+					lat[w] = l
+				})
+			}
+			wg.Wait()
+			m.elapsed += time.Since(start)
+			m.lat = append(m.lat, slices.Concat(lat...)...)
+			calls, usec := scriptStats(b, s.Addr())
+			m.calls += calls
+			m.usec += usec * float64(calls)
+		}
+	}
+	return res
 }
 
 // BenchmarkMemoryPerKey fills 100k keys with one decision each and reports
