@@ -199,14 +199,18 @@ for i = 1, #KEYS do
       -- 1..R.
       local hp, top = 17 + 6 * head, 6 * R
       while lo < hi do
-        local mid = floor((lo + hi + 1) / 2)
+        -- mid = floor((lo+hi+1)/2), by arithmetic: a call to math.floor
+        -- costs more.
+        local mid = lo + hi + 1
+        mid = (mid - mid % 2) / 2
         local p = hp - 6 * mid
         if p < 17 then p = p + top end
         if unpack('<I6', raw, p) > lim then lo = mid else hi = mid - 1 end
       end
     else
       while lo < hi do
-        local mid = floor((lo + hi + 1) / 2)
+        local mid = lo + hi + 1
+        mid = (mid - mid % 2) / 2
         local j = (head - mid) % R
         if unpack('<I6', redis.call('GETRANGE', key, 24 + 6 * j, 29 + 6 * j)) > lim then lo = mid else hi = mid - 1 end
       end
