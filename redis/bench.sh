@@ -6,11 +6,12 @@
 #   ./bench.sh            3 runs of 5000 decisions per decider and concurrency
 #   RUNS=10 BENCHTIME=20000x ./bench.sh
 #   MEMORY=0 ./bench.sh   skip the memory per key at 100k keys
+#   DECIDERS=log,window,redis_rate ./bench.sh   only these deciders
 #
 # Each run is one `go test -bench` process with its own server, in which the
-# deciders take turns in slices of decisions (BenchmarkDecide), so that
-# within a run they share the machine's good and bad moments. Decisions per
-# second are listed per run; the ratio against redis_rate at the same number
+# deciders take turns in slices of decisions, in a shuffled order
+# (BenchmarkDecide), so that within a run they share the machine's good and
+# bad moments. Decisions per second are listed per run; the ratio against redis_rate at the same number
 # of goroutines (for the deciders on go-redis's autopipeliner, "-ap", against
 # redis_rate's on it) is taken within each run, and the table gives the
 # median of those ratios, their range and how many runs were at 1 or above.

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -76,9 +77,11 @@ func deciders(b *testing.B, u goredis.UniversalClient, rate redis_rate.Limit, pr
 
 // BenchmarkDecide measures one decision end to end (client, network,
 // script) at several concurrencies. The deciders take turns: each round runs
-// a slice of decisions with every decider, in an order that rotates from
-// round to round, so that a machine that speeds up or slows down during the
-// run does so for all of them alike and the ratios between them are paired.
+// a slice of decisions with every decider, in an order shuffled from round
+// to round, so that a machine that speeds up or slows down during the run
+// does so for all of them alike, no decider always follows the same one, and
+// the ratios between them are paired. The environment variable DECIDERS
+// (comma-separated names) restricts the run to some of them.
 // Each sub-benchmark reports one decider at one concurrency from that
 // interleaved measurement: -benchtime=Nx sets N decisions per decider
 // (5000 otherwise), and its own loop measures nothing.
@@ -96,6 +99,12 @@ func BenchmarkDecide(b *testing.B) {
 		names = append(names, n)
 	}
 	slices.Sort(names)
+	if only := os.Getenv("DECIDERS"); only != "" { // bench.sh's DECIDERS
+		names = strings.Split(only, ",")
+		for _, name := range names {
+			require.Contains(b, ds, name, "DECIDERS names an unknown decider")
+		}
+	}
 	ctx := context.Background()
 	for _, name := range names {
 		for _, k := range keys { // loads the script, creates every key
@@ -137,7 +146,8 @@ type measured struct {
 }
 
 // interleave runs n decisions with each decider at g goroutines, in slices of
-// at least 32 decisions per goroutine, the deciders taking turns. Keys are
+// at least 32 decisions per goroutine, the deciders taking turns in an order
+// shuffled each round (a fixed seed per g). Keys are
 // drawn at random. Before its first slice, each decider warms the client's
 // pool with g goroutines, untimed, so that no decider pays for dialling the
 // connections the others then reuse.
@@ -160,10 +170,11 @@ func interleave(b *testing.B, s *redistest.Server, ds map[string]decider, names,
 		}
 		warm.Wait()
 	}
+	order := rand.New(rand.NewPCG(uint64(g), 7))
 	for round := 0; round*slice < n; round++ {
 		todo := min(slice, n-round*slice)
-		for i := range names {
-			name := names[(i+round)%len(names)]
+		for _, i := range order.Perm(len(names)) {
+			name := names[i]
 			d, m := ds[name], res[name]
 			_, err := redistest.Do(s.Addr(), "CONFIG", "RESETSTAT")
 			require.NoError(b, err)

@@ -203,6 +203,28 @@ func TestLogLargeRing(t *testing.T) {
 	}
 	require.Positive(t, refused)
 	require.Greater(t, units, 10*1400, "the ring must wrap many times (admitted %d calls)", admitted)
+
+	// A long log reads its newest 128 stamps at once and the others one
+	// or a range at a time: single units walk the count in the window up
+	// through 128 and, as they leave the window one by one, down through it
+	// again, on a ring that wraps meanwhile.
+	o = &logOracle{rules: rules}
+	tm = epoch
+	for i := range 2400 {
+		n := 1
+		if i >= 1600 {
+			n = 0 // only the stamps leaving the window move the count
+		}
+		if i < 1600 || i%2 == 0 {
+			tm += 90
+		} else {
+			tm += 260
+		}
+		d, err := l.AllowN(t.Context(), "walk", at(tm), n)
+		require.NoError(t, err)
+		ok, atUS, ready, rem := o.allowN(tm, n)
+		requireDecision(t, fmt.Sprintf("walk %d: AllowN(t=%d, n=%d)", i, tm-epoch, n), d, ok, atUS, ready, rem)
+	}
 }
 
 // inProcessTwin returns the in-process limiter of the core module that the

@@ -85,8 +85,10 @@ func newScript(src string) script {
 // behind "remaining" is a binary search over the newest l stamps, which
 // starts from what that probe found. The call is admitted iff every rule of
 // every key admits it; every read comes before every write. A log of at most
-// 8 KiB is read with one GET, a longer one 6 bytes at a time with GETRANGE,
-// so a decision reads O(rules * log(limit)) stamps whatever the limit. An
+// 8 KiB is read with one GET, a longer one 6 bytes at a time with GETRANGE
+// until the search has narrowed to at most 128 stamps, which it then reads
+// with one GETRANGE (two when they wrap round the ring), so a decision reads
+// O(rules * log(limit)) stamps whatever the limit. An
 // admission writes the n new stamps in place with SETRANGE (and the mark
 // after them; two pieces when the ring wraps; and the head of a long
 // log). A new key is created whole with SET.
@@ -125,7 +127,7 @@ for i = 1, #KEYS do
   local nr = ARGV[a + 2] + 0
   local hdr, R = 16, cap + 1
   if 16 + 6 * R > 8192 then hdr, R = 24, cap end
-  local raw, len = nil, 0
+  local raw, len, blk = nil, 0, nil
   if hdr == 16 then
     raw = redis.call('GET', key)
     if raw then len = #raw else raw = nil end
@@ -147,11 +149,19 @@ for i = 1, #KEYS do
     v = unpack('<I6', raw, 17 + 6 * ((head - 1) % R))
   elseif len ~= 0 then
     base, head, exp = unpack('<ddd', redis.call('GETRANGE', key, 0, 23))
-    local j = (head - 1) % R
-    v = unpack('<I6', redis.call('GETRANGE', key, 24 + 6 * j, 29 + 6 * j))
+    -- The newest 128 stamps at once, positions 1 to 128 in slots head-128
+    -- to head-1 (mod R; two pieces when they wrap round the ring): position
+    -- p starts at byte 6*(128-p)+1 of blk.
+    local j = (head - 128) % R
+    if j + 128 <= R then
+      blk = redis.call('GETRANGE', key, 24 + 6 * j, 791 + 6 * j)
+    else
+      blk = redis.call('GETRANGE', key, 24 + 6 * j, 23 + 6 * R) .. redis.call('GETRANGE', key, 24, 23 + 6 * head)
+    end
+    v = unpack('<I6', blk, 763)
   end
   if v > TOP and now < base + v - TOP - 1 then now = base + v - TOP - 1 end
-  ks[i] = {key, cap, ARGV[a + 1] + 0, nr, a + 3, raw, len, head, base, R, hdr, exp, v}
+  ks[i] = {key, cap, ARGV[a + 1] + 0, nr, a + 3, raw, len, head, base, R, hdr, exp, v, blk}
   a = a + 3 + 2 * nr
 end
 local ok = n >= 0
@@ -164,24 +174,33 @@ local out, no = {0, now, ready}, 3
 -- lo..hi brackets the count of the newest ones that lie in the window.
 for i = 1, #KEYS do
   local k = ks[i]
-  local key, cap, raw, head, base, R, hdr = k[1], k[2], k[6], k[8], k[9], k[10], k[11]
+  local key, cap, raw, head, base, R, hdr, blk = k[1], k[2], k[6], k[8], k[9], k[10], k[11], k[14]
   for r = 0, k[4] - 1 do
     local l = ARGV[k[5] + 2 * r] + 0
     local w = ARGV[k[5] + 2 * r + 1] + 0
     local lim = now - w - base + TOP + 1
     local lo, hi = 0, l
     if cap < hi then hi = cap end
-    -- No stamp in the window when the newest is not (or there is none).
-    if k[13] <= lim then hi = 0 end
+    -- No stamp in the window when the newest is not (or there is none);
+    -- fewer than 128 when the 128th newest of a long log is not.
+    if k[13] <= lim then
+      hi = 0
+    elseif blk and hi > 127 and unpack('<I6', blk, 1) <= lim then
+      hi = 127
+    end
     if n > l then
       ok = false
       ready = -1
     elseif n > 0 and l - n + 1 <= hi then
-      -- Past hi the (l-n+1)-th newest stamp is empty: the rule admits.
-      local j = (head - (l - n + 1)) % R
+      -- Past hi the (l-n+1)-th newest stamp is empty or out of the
+      -- window: the rule admits.
+      local p = l - n + 1
+      local j = (head - p) % R
       local v
       if raw then
         v = unpack('<I6', raw, 17 + 6 * j)
+      elseif p <= 128 then
+        v = unpack('<I6', blk, 6 * (128 - p) + 1)
       else
         v = unpack('<I6', redis.call('GETRANGE', key, 24 + 6 * j, 29 + 6 * j))
       end
@@ -208,11 +227,40 @@ for i = 1, #KEYS do
         if unpack('<I6', raw, p) > lim then lo = mid else hi = mid - 1 end
       end
     else
+      -- A long log: past the newest 128 (all in the window when hi is
+      -- above 128), one slot per GETRANGE while the range is long, then
+      -- its slots at once (in two pieces when they wrap round the ring): a
+      -- command costs far more than the bytes it reads. The newest 128
+      -- are in blk.
+      if hi > 128 then
+        if lo < 128 then lo = 128 end
+        while hi - lo > 128 do
+          local mid = lo + hi + 1
+          mid = (mid - mid % 2) / 2
+          local j = (head - mid) % R
+          if unpack('<I6', redis.call('GETRANGE', key, 24 + 6 * j, 29 + 6 * j)) > lim then lo = mid else hi = mid - 1 end
+        end
+        if lo < hi then
+          -- Positions hi down to lo+1 are slots j to j+m-1 (mod R), so
+          -- position p starts at byte 6*(top-p)+1 of rng.
+          local j, m, top = (head - hi) % R, hi - lo, hi
+          local rng
+          if j + m <= R then
+            rng = redis.call('GETRANGE', key, 24 + 6 * j, 23 + 6 * (j + m))
+          else
+            rng = redis.call('GETRANGE', key, 24 + 6 * j, 23 + 6 * R) .. redis.call('GETRANGE', key, 24, 23 + 6 * (j + m - R))
+          end
+          while lo < hi do
+            local mid = lo + hi + 1
+            mid = (mid - mid % 2) / 2
+            if unpack('<I6', rng, 6 * (top - mid) + 1) > lim then lo = mid else hi = mid - 1 end
+          end
+        end
+      end
       while lo < hi do
         local mid = lo + hi + 1
         mid = (mid - mid % 2) / 2
-        local j = (head - mid) % R
-        if unpack('<I6', redis.call('GETRANGE', key, 24 + 6 * j, 29 + 6 * j)) > lim then lo = mid else hi = mid - 1 end
+        if unpack('<I6', blk, 6 * (128 - mid) + 1) > lim then lo = mid else hi = mid - 1 end
       end
     end
     no = no + 1
