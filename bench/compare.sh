@@ -127,9 +127,12 @@ step "redis: the Redis limiters against go-redis/redis_rate on a local redis-ser
 if command -v redis-server >/dev/null 2>&1; then
 	r_runs=1
 	[[ $mode == full ]] && r_runs=3
-	(cd ../redis && RUNS=$r_runs BENCHTIME=5000x locked ./bench.sh) >"$out/redis.md" || echo "redis: bench.sh failed" >&2
+	raw=$PWD/$out/redis.txt # the runs, for the report's plot
+	(cd ../redis && RUNS=$r_runs BENCHTIME=5000x RAW="$raw" locked ./bench.sh) >"$out/redis.md" || echo "redis: bench.sh failed" >&2
+	[[ -f $raw ]] || : >"$raw"
 else
-	echo "redis-server not found: skipped (make redis-server installs it)" >&2
+	echo "redis-server not found: skipped (make redis-server installs it)" | tee "$out/redis.md" >&2
+	: >"$out/redis.txt"
 fi
 
 step "tail latency: one shared limiter, quiet and beside 2 busy goroutines it starts and stops"
@@ -164,7 +167,7 @@ bs() { go run "$BENCHSTAT" "$@" "$bench"; }
 
 step "report"
 "$out/report" -accuracy "$out/accuracy.json" -bench "$bench" -mem "$mem" -latency "$out/latency.md" \
-	-img "$img" -out "$out/report.md" -dir "bench/$out"
+	-redis "$out/redis.md" -redis-raw "$out/redis.txt" -img "$img" -out "$out/report.md" -dir "bench/$out"
 step "done in $((SECONDS - start)) s: full report bench/$out/report.md, benchstat tables bench/$out/benchstat.txt, plots bench/$img/"
 if [[ $mode == full ]]; then
 	echo "To refresh the plots in docs/img/ from this run: bench/compare.sh -publish" >&2

@@ -7,6 +7,8 @@
 #   RUNS=10 BENCHTIME=20000x ./bench.sh
 #   MEMORY=0 ./bench.sh   skip the memory per key at 100k keys
 #   DECIDERS=log,window,redis_rate ./bench.sh   only these deciders
+#   RAW=file ./bench.sh   also keep the runs' output there, each line after its
+#                         run ("run3 BenchmarkDecide/..."), for a plot
 #
 # Each run is one `go test -bench` process with its own server, in which the
 # deciders take turns in slices of decisions, in a shuffled order
@@ -32,6 +34,9 @@ for r in $(seq "$runs"); do
 done
 echo "load after:  $(uptime | sed 's/.*load average: //')"
 echo
+if [[ -n ${RAW:-} ]]; then
+	for r in $(seq "$runs"); do sed "s/^/run$r /" "$out/run$r.txt"; done >"$RAW"
+fi
 
 cat "$out"/run*.txt | awk -v runs="$runs" '
 /^BenchmarkDecide\// {

@@ -26,6 +26,8 @@ func main() {
 	benchPaths := flag.String("bench", "", "comma-separated go test -bench outputs")
 	memPath := flag.String("mem", "", "cmd/memkey output")
 	latPath := flag.String("latency", "", "cmd/latency output (markdown), included as it is")
+	redisPath := flag.String("redis", "", "redis/bench.sh output (markdown), included as it is")
+	redisRaw := flag.String("redis-raw", "", "redis/bench.sh's raw runs (its RAW file), for the plot")
 	imgDir := flag.String("img", "", "directory for the PNG plots (none if empty)")
 	outPath := flag.String("out", "", "file for the full report (standard output if empty, without the summary)")
 	shown := flag.String("dir", "", "how the summary names the directory of -out (for example bench/out/quick)")
@@ -80,6 +82,16 @@ func main() {
 		check(err)
 		lat = string(b)
 		fmt.Fprintln(full, strings.ReplaceAll(lat, "\n## ", "\n### "))
+	}
+	if *redisPath != "" {
+		b, err := os.ReadFile(*redisPath)
+		check(err)
+		fmt.Fprintf(full, "## Redis (redis/bench.sh)\n\n%s\n", b)
+	}
+	if *redisRaw != "" && *imgDir != "" {
+		r, err := parseRedis(*redisRaw)
+		check(err)
+		check(plotRedis(r, *imgDir))
 	}
 	ts := append(targets(rep, res, mem, rings), httpTargets(res)...)
 	printTargets(full, ts)
