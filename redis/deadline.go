@@ -15,9 +15,11 @@ import (
 // call with the same context in one slot of time, a 128th of the timeout,
 // gets the context made for the slot, whose deadline is the slot's end plus
 // the timeout. A call is thus bounded by its timeout and at most a 128th
-// more, and at most one timer per slot is running for it. Other contexts
-// (a request's, which its server cancels) get a deadline of their own, and a
-// caller whose deadline comes before the timeout keeps its context as it is.
+// more, and one timer per slot runs for all of them. Only the latest such
+// context is remembered: calls that alternate between several share less.
+// Other contexts (a request's, which its server cancels) get a deadline of
+// their own, and a caller whose deadline comes before the timeout keeps its
+// context as it is.
 type deadlines struct {
 	timeout time.Duration // > 0
 	slot    time.Duration // timeout/128, at least 1ns

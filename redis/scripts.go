@@ -85,9 +85,10 @@ func newScript(src string) script {
 // behind "remaining" is a binary search over the newest l stamps, which
 // starts from what that probe found. The call is admitted iff every rule of
 // every key admits it; every read comes before every write. A log of at most
-// 8 KiB is read with one GET, a longer one 6 bytes at a time with GETRANGE
-// until the search has narrowed to at most 128 stamps, which it then reads
-// with one GETRANGE (two when they wrap round the ring), so a decision reads
+// 8 KiB is read with one GET. A longer one reads its newest 128 stamps with
+// one GETRANGE (two when they wrap round the ring); a count that reaches
+// further reads one 6-byte slot per GETRANGE until its search has narrowed to
+// at most 128 stamps, which it then reads at once. So a decision reads
 // O(rules * log(limit)) stamps whatever the limit. An
 // admission writes the n new stamps in place with SETRANGE (and the mark
 // after them; two pieces when the ring wraps; and the head of a long
