@@ -5,6 +5,8 @@ import (
 	"flag"
 	"fmt"
 	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"slices"
 	"strconv"
@@ -13,9 +15,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-chi/httprate"
+	httprateredis "github.com/go-chi/httprate-redis"
 	"github.com/go-redis/redis_rate/v10"
 	goredis "github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
+	ulule "github.com/ulule/limiter/v3"
+	ulredis "github.com/ulule/limiter/v3/drivers/store/redis"
 
 	"github.com/slidelimit/slidelimit/redis"
 	"github.com/slidelimit/slidelimit/redis/internal/redistest"
@@ -24,9 +30,11 @@ import (
 // The benchmarks run every decider against one local redis-server started for
 // the run, on the server's clock, with keys drawn at random from benchKeys
 // keys that all exist beforehand, at 1, 16 and 64 goroutines. Each reports decisions per second and the p50
-// and p99 latency of one decision. redis_rate (GCRA) is the peer: it limits
-// each key to a rate of limit per second with a burst of limit, which is not
-// a sliding-window limit; the comparison is of cost, not of semantics.
+// and p99 latency of one decision. The peers: redis_rate (GCRA: a rate of
+// limit per second with a burst of limit, not a sliding window), go-chi's
+// httprate-redis (two counters, read and written with four commands, through
+// httprate's middleware, its only API) and ulule/limiter's Redis store (a
+// fixed window, one script). The comparison is of cost, not of semantics.
 
 const (
 	benchKeys  = 1000
@@ -49,6 +57,25 @@ func benchDeciders(b *testing.B, gc *goredis.Client, rate redis_rate.Limit) map[
 			ds[name+"-ap"] = d
 		}
 	}
+	// The other peers take a *goredis.Client only.
+	limit := int(rate.Rate)
+	mw := httprate.Limit(limit, rate.Period, httprateredis.WithRedisLimitCounter(&httprateredis.Config{Client: gc}),
+		httprate.WithKeyFuncs(func(r *http.Request) (string, error) { return r.Header.Get("X-Key"), nil }))
+	h := mw(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	ds["httprate-redis"] = func(ctx context.Context, key string) error {
+		req := httptest.NewRequestWithContext(ctx, http.MethodGet, "/", nil)
+		req.Header.Set("X-Key", key)
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != http.StatusOK && rec.Code != http.StatusTooManyRequests {
+			return fmt.Errorf("httprate-redis: status %d: %s", rec.Code, rec.Body)
+		}
+		return nil
+	}
+	store, err := ulredis.NewStoreWithOptions(gc, ulule.StoreOptions{Prefix: "ulule"})
+	require.NoError(b, err)
+	ul := ulule.New(store, ulule.Rate{Period: rate.Period, Limit: int64(limit)})
+	ds["ulule"] = func(ctx context.Context, key string) error { _, err := ul.Get(ctx, key); return err }
 	return ds
 }
 
@@ -215,13 +242,14 @@ func interleave(b *testing.B, s *redistest.Server, ds map[string]decider, names,
 // used_memory (INFO memory) per key; the loop itself measures nothing.
 func BenchmarkMemoryPerKey(b *testing.B) {
 	const keys = 100_000
-	for _, name := range []string{"log", "window", "buckets", "redis_rate"} {
+	for _, name := range []string{"log", "window", "buckets", "redis_rate", "httprate-redis", "ulule"} {
 		b.Run(name, func(b *testing.B) {
 			s := redistest.Start(b)
 			gc := goredis.NewClient(&goredis.Options{Addr: s.Addr(), PoolSize: 32, ContextTimeoutEnabled: true})
 			b.Cleanup(func() { _ = gc.Close() })
 			// PerHour: redis_rate's key lives until its bucket is full
-			// again, which at 100 per second is 10 ms, too short to count.
+			// again, which at 100 per second is 10 ms, too short to count
+			// (and the other peers' keys live for a window or three).
 			d := benchDeciders(b, gc, redis_rate.PerHour(benchLimit))[name]
 			before := usedMemory(b, s.Addr())
 			var wg sync.WaitGroup

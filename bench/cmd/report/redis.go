@@ -134,7 +134,8 @@ func plotRedis(r redisRuns, dir string) error {
 	header := []string{
 		"redis/bench.sh: decisions on a local redis-server, 1000 keys drawn at random, the server's clock.",
 		"One rule of 100/s (log-3rules: 100/s, 1000/min, 10000/h; buckets: 100 ms precision).",
-		"redis_rate: GCRA at 100/s, burst 100. The deciders take turns within each run (docs/redis.md).",
+		"Peers: redis_rate (GCRA at 100/s, burst 100), httprate-redis (through httprate's middleware), ulule (fixed window).",
+		"The deciders take turns within each run (docs/redis.md).",
 	}
 	rows := [][]*plot.Plot{}
 	for _, p := range panels {
@@ -147,10 +148,10 @@ func plotRedis(r redisRuns, dir string) error {
 // same for a decider on the plain client and on the autopipeliner.
 func redisRank(d string) int {
 	base := strings.TrimSuffix(d, "-ap")
-	for i, n := range []string{"log", "window", "buckets", "log-3rules", "redis_rate"} {
+	for i, n := range []string{"log", "window", "buckets", "log-3rules", "redis_rate", "httprate-redis", "ulule"} {
 		if n == base {
 			return i
 		}
 	}
-	return 5
+	return 7
 }
