@@ -99,6 +99,7 @@ func deciders(b *testing.B, u goredis.UniversalClient, rate redis_rate.Limit, pr
 		"log-3rules": allow(lg3),
 		"buckets":    allow(bkt),
 		"redis_rate": func(ctx context.Context, key string) error { _, err := rr.Allow(ctx, key, rate); return err },
+		"zset-log":   zsetDecider(u, int(rate.Rate), rate.Period),
 	}
 }
 
@@ -242,7 +243,7 @@ func interleave(b *testing.B, s *redistest.Server, ds map[string]decider, names,
 // used_memory (INFO memory) per key; the loop itself measures nothing.
 func BenchmarkMemoryPerKey(b *testing.B) {
 	const keys = 100_000
-	for _, name := range []string{"log", "window", "buckets", "redis_rate", "httprate-redis", "ulule"} {
+	for _, name := range []string{"log", "zset-log", "window", "buckets", "redis_rate", "httprate-redis", "ulule"} {
 		b.Run(name, func(b *testing.B) {
 			s := redistest.Start(b)
 			gc := goredis.NewClient(&goredis.Options{Addr: s.Addr(), PoolSize: 32, ContextTimeoutEnabled: true})
