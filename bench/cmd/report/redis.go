@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"image/color"
 	"os"
 	"slices"
 	"strconv"
@@ -114,7 +115,7 @@ func plotRedis(r redisRuns, dir string) error {
 			if err != nil {
 				return err
 			}
-			bc.Color = plotutil.Color(redisRank(d))
+			bc.Color = redisColor(redisRank(d))
 			bc.LineStyle.Width = 0
 			bc.Offset = vg.Length(float64(i)-float64(len(shown)-1)/2) * width
 			p.Add(bc)
@@ -134,7 +135,8 @@ func plotRedis(r redisRuns, dir string) error {
 	header := []string{
 		"redis/bench.sh: decisions on a local redis-server, 1000 keys drawn at random, the server's clock.",
 		"One rule of 100/s (log-3rules: 100/s, 1000/min, 10000/h; buckets: 100 ms precision).",
-		"Peers: redis_rate (GCRA at 100/s, burst 100), httprate-redis (through httprate's middleware), ulule (fixed window).",
+		"Peers: redis_rate (GCRA at 100/s, burst 100), httprate-redis (through httprate's middleware), ulule (fixed window);",
+		"zset-log: the common sorted-set sliding log, for comparison.",
 		"The deciders take turns within each run (docs/redis.md).",
 	}
 	rows := [][]*plot.Plot{}
@@ -148,10 +150,18 @@ func plotRedis(r redisRuns, dir string) error {
 // same for a decider on the plain client and on the autopipeliner.
 func redisRank(d string) int {
 	base := strings.TrimSuffix(d, "-ap")
-	for i, n := range []string{"log", "window", "buckets", "log-3rules", "redis_rate", "httprate-redis", "ulule"} {
+	for i, n := range []string{"log", "window", "buckets", "log-3rules", "redis_rate", "httprate-redis", "ulule", "zset-log"} {
 		if n == base {
 			return i
 		}
 	}
-	return 7
+	return 8
+}
+
+// redisColor is decider rank i's colour: the plot's seven, then grey.
+func redisColor(i int) color.Color {
+	if i < len(plotutil.DefaultColors) {
+		return plotutil.Color(i)
+	}
+	return color.Gray{Y: 110}
 }
