@@ -67,7 +67,9 @@ func (d *deadlines) bound(ctx context.Context) (context.Context, context.CancelF
 	if s := d.last.Load(); s != nil && s.slot == slot && s.parent == ctx {
 		return s.ctx, noCancel
 	}
-	end := clockBase.Add(time.Duration(slot+1)*d.slot + d.timeout)
+	// Two steps: Time.Add copes with a timeout near the largest Duration,
+	// a sum of Durations would overflow.
+	end := clockBase.Add(time.Duration(slot+1) * d.slot).Add(d.timeout)
 	c, cancel := context.WithDeadline(ctx, end)
 	d.last.Store(&slotContext{parent: ctx, slot: slot, ctx: c, cancel: cancel})
 	return c, noCancel

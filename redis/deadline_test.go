@@ -3,6 +3,7 @@ package redis_test
 import (
 	"context"
 	"errors"
+	"math"
 	"strconv"
 	"sync"
 	"testing"
@@ -150,6 +151,21 @@ func TestTimeoutDeadline(t *testing.T) {
 			cancel()
 			require.True(t, errors.Is(err, context.DeadlineExceeded), "goroutine %d: %v", g, err)
 			require.GreaterOrEqual(t, time.Since(start), timeout)
+		}
+	})
+
+	t.Run("longest", func(t *testing.T) {
+		// A timeout near the largest Duration, as "no timeout to speak
+		// of", must not wrap round into a deadline in the past.
+		c := &deadlineClient{}
+		l, err := redis.NewLog(c, redis.Options{Timeout: math.MaxInt64}, rule)
+		require.NoError(t, err)
+		for _, ctx := range []context.Context{context.Background(), t.Context()} {
+			_, err = l.Allow(ctx, "k")
+			require.NoError(t, err)
+			s := c.seen(t, l, "k")
+			require.True(t, s.ok)
+			require.Greater(t, time.Until(s.deadline), 100*365*24*time.Hour)
 		}
 	})
 
