@@ -106,6 +106,9 @@ func TestTimeoutDeadline(t *testing.T) {
 				d, err := l.Allow(ctx, key)
 				end := time.Now()
 				cancel()
+				if err != nil && hasOwn && errors.Is(err, context.DeadlineExceeded) && !end.Before(own) {
+					continue // the caller's own deadline passed first (a slow, loaded run)
+				}
 				if err != nil || !d.Allowed {
 					t.Errorf("goroutine %d, call %d: %+v, %v", g, i, d, err)
 					return
