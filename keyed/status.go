@@ -53,7 +53,7 @@ func (w *Window[K]) DecideStatus(key K, now time.Time, n int) (Status, error) {
 		s := w.status(now, seen)
 		s.Admitted = ok
 		if !ok {
-			s.RetryAt, _ = w.readyAt(now, seen, int64(n))
+			s.RetryAt, _ = seen.ReadyAt(&w.rule, w.base, now, int64(n))
 		}
 		return s, nil
 	}
@@ -76,10 +76,4 @@ func (w *Window[K]) peek(h uint64, key K, now time.Time, off int64) Status {
 func (w *Window[K]) status(now time.Time, s twoword.Seen) Status {
 	rem, reset := s.Quota(&w.rule, w.base, now)
 	return Status{Remaining: int(rem), ResetAt: reset}
-}
-
-// readyAt is the instant, not before now, at which n fits on the state s if
-// nothing else is admitted, and true; or false if n never fits (as ReadyAt).
-func (w *Window[K]) readyAt(now time.Time, s twoword.Seen, n int64) (time.Time, bool) {
-	return s.ReadyAt(&w.rule, w.base, now, n)
 }

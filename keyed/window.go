@@ -282,7 +282,7 @@ func (w *Window[K]) ReadyAt(key K, now time.Time, n int) (at time.Time, ok bool)
 		return now, true
 	}
 	// As window.Limiter.ReadyAt.
-	return w.readyAt(now, st, int64(n))
+	return st.ReadyAt(&w.rule, w.base, now, int64(n))
 }
 
 // Wait is shorthand for WaitN(ctx, key, 1).
