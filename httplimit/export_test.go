@@ -48,3 +48,9 @@ func (q queriesOnly) ReadyAt(now time.Time, n int) (time.Time, bool) {
 }
 func (q queriesOnly) Limit() int            { return q.l.Limit() }
 func (q queriesOnly) Window() time.Duration { return q.l.Window() }
+
+// RateLimitValue is the one-rule RateLimit value m sends for rem and reset
+// (whole seconds), from m's cache of values.
+func RateLimitValue(m *Middleware, rem int, reset int64) []string {
+	return m.values.value(m.items[0], rem, reset)
+}

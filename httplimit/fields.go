@@ -246,6 +246,56 @@ func fillValue(v *[1]string, buf, b []byte) []string {
 	return v[:]
 }
 
+// valueCache remembers the RateLimit values of one-rule decisions it made,
+// so that a response whose remaining count and reset repeat an earlier one's
+// (the common case: both take few values per key over a window) shares that
+// response's value and allocates nothing. It is a direct-mapped table indexed
+// by a hash of the pair; a pair that misses replaces the entry in its place,
+// so the table never holds more than valueCacheN values. The values shared
+// are slices of capacity 1, as intCache's: Header.Add copies them instead of
+// writing into the shared array.
+type valueCache struct {
+	slots [valueCacheN]atomic.Pointer[cachedValue]
+}
+
+// valueCacheN is the number of entries of a valueCache: 4 KiB of pointers per
+// Middleware.
+const (
+	valueCacheBits = 9
+	valueCacheN    = 1 << valueCacheBits
+)
+
+// cachedValue is one RateLimit value and the pair it was made for, in one
+// allocation with the value's bytes.
+type cachedValue struct {
+	rem   int
+	reset int64
+	v     [1]string
+	b     [40]byte
+}
+
+// value returns the one-element RateLimit value `<item>r<rem>;t=<reset>`,
+// where item is the start m.items[0].
+func (c *valueCache) value(item string, rem int, reset int64) []string {
+	h := (uint64(rem)*0x9e3779b97f4a7c15 ^ uint64(reset)*0xc2b2ae3d27d4eb4f) >> (64 - valueCacheBits)
+	slot := &c.slots[h]
+	if e := slot.Load(); e != nil && e.rem == rem && e.reset == reset {
+		return e.v[:]
+	}
+	var buf [256]byte
+	b := append(buf[:0], item...)
+	b = strconv.AppendInt(b, int64(rem), 10)
+	b = append(b, ";"+paramReset+"="...)
+	b = strconv.AppendInt(b, reset, 10)
+	if len(b) > len(cachedValue{}.b) {
+		return headerValue(b) // a long policy name: not cached
+	}
+	e := &cachedValue{rem: rem, reset: reset}
+	fillValue(&e.v, e.b[:], b)
+	slot.Store(e)
+	return e.v[:]
+}
+
 // setFields writes the RateLimit fields (and the legacy ones if enabled)
 // for decision d taken at now.
 func (m *Middleware) setFields(h http.Header, d *Decision, now time.Time) {
@@ -253,8 +303,12 @@ func (m *Middleware) setFields(h http.Header, d *Decision, now time.Time) {
 		return
 	}
 	h[fieldPolicy] = m.policy
-	var buf [256]byte
-	h[fieldRateLimit] = headerValue(appendRateLimit(buf[:0], m.items, d))
+	if d.NumQuota == 1 {
+		h[fieldRateLimit] = m.values.value(m.items[0], max(d.Quota[0].Remaining, 0), seconds(d.Quota[0].Reset))
+	} else {
+		var buf [256]byte
+		h[fieldRateLimit] = headerValue(appendRateLimit(buf[:0], m.items, d))
+	}
 	if m.legacy == legacyOff {
 		return
 	}

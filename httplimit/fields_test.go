@@ -1,10 +1,12 @@
 package httplimit_test
 
 import (
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -271,4 +273,48 @@ func TestHeaderValueSizes(t *testing.T) {
 		h.Add("X", "second")
 		assert.Equal(t, []string{want}, v, "size %d: after Add", n)
 	}
+}
+
+// The one-rule RateLimit values are remembered in a table of a few hundred
+// entries: every value must be the one made for its pair, whatever pairs
+// shared its entry before, from several goroutines at once (run with -race),
+// and a pair that repeats shares its value and allocates nothing.
+func TestFieldsValueCache(t *testing.T) {
+	m, err := httplimit.New(httplimit.Window(mustWindow(t, 100, time.Minute)))
+	require.NoError(t, err)
+	want := func(rem int, reset int64) string {
+		return `"100-per-1m";r=` + strconv.Itoa(rem) + ";t=" + strconv.FormatInt(reset, 10)
+	}
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Go(func() {
+			rng := rand.New(rand.NewPCG(uint64(g), 7))
+			for range 20_000 {
+				// 101 * 61 pairs, ten times the entries: every entry is
+				// shared by several pairs.
+				rem, reset := rng.IntN(101), int64(rng.IntN(61))
+				v := httplimit.RateLimitValue(m, rem, reset)
+				if len(v) != 1 || cap(v) != 1 || v[0] != want(rem, reset) {
+					t.Errorf("value for r=%d t=%d: %q (cap %d)", rem, reset, v, cap(v))
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+
+	first := httplimit.RateLimitValue(m, 7, 42)
+	allocs := testing.AllocsPerRun(100, func() {
+		if v := httplimit.RateLimitValue(m, 7, 42); &v[0] != &first[0] {
+			t.Fatal("a repeated pair made a new value")
+		}
+	})
+	assert.Zero(t, allocs)
+	// Pairs beyond what an int formats in a few bytes, and a name that
+	// makes the value too long for an entry, are still exact.
+	assert.Equal(t, []string{want(1<<40, 1<<40)}, httplimit.RateLimitValue(m, 1<<40, 1<<40))
+	long := strings.Repeat("n", 64)
+	ml, err := httplimit.New(httplimit.Window(mustWindow(t, 100, time.Minute)), httplimit.PolicyNames(long))
+	require.NoError(t, err)
+	assert.Equal(t, []string{`"` + long + `";r=5;t=6`}, httplimit.RateLimitValue(ml, 5, 6))
 }

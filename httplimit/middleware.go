@@ -32,6 +32,8 @@ type Middleware struct {
 	rules []Rule
 	names []string
 	items []string // the starts of the RateLimit value's items, one per rule
+	// values are one-rule RateLimit values made for earlier responses.
+	values *valueCache
 	// policy is the RateLimit-Policy value, the same for every response,
 	// so one slice is set on every header. Sharing it is safe because
 	// nothing in net/http writes into a header value's slice: Header.Set
@@ -188,6 +190,7 @@ func New(l Limiter, opts ...Option) (*Middleware, error) {
 	}
 	m.policy = []string{policyValue(m.names, m.rules)}[:1:1]
 	m.items = rateLimitItems(m.names)
+	m.values = new(valueCache)
 	if m.lazy, _ = l.(lazy); m.lazy != nil {
 		// An in-process limiter compares instants on the monotonic clock,
 		// which a clock reads in one call instead of time.Now's two. A

@@ -253,7 +253,8 @@ func TestAllocations(t *testing.T) {
 		max    float64
 	}{
 		{"ring, fields off", httplimit.Ring(mustRing(t, 1_000_000, time.Hour)), httplimit.FieldsOff, 0},
-		// The RateLimit value and the slice holding it: one allocation.
+		// Each admission leaves a new remaining count: a new RateLimit
+		// value, made with its slice in one allocation.
 		{"ring, fields on", httplimit.Ring(mustRing(t, 1_000_000, time.Hour)), httplimit.FieldsAlways, 1},
 		{"keyed, fields on", httplimit.Keyed(k, httplimit.Rule{Limit: 1_000_000, Window: time.Hour}), httplimit.FieldsAlways, 1},
 		{"keyed, fields off", httplimit.Keyed(k, httplimit.Rule{Limit: 1_000_000, Window: time.Hour}), httplimit.FieldsOff, 0},
@@ -261,9 +262,11 @@ func TestAllocations(t *testing.T) {
 		{"keyed window, fields off", httplimit.KeyedWindow(mustKeyedWindow(t, 1_000_000, time.Hour)), httplimit.FieldsOff, 0},
 		{"window, fields on", httplimit.Window(mustWindow(t, 1_000_000, time.Hour)), httplimit.FieldsAlways, 1},
 		{"window, fields off", httplimit.Window(mustWindow(t, 1_000_000, time.Hour)), httplimit.FieldsOff, 0},
-		// Retry-After values allocate nothing after their first use.
+		// Retry-After values allocate nothing after their first use, nor
+		// does a RateLimit value that repeats an earlier response's.
 		{"refusals, fields off", httplimit.Ring(mustRing(t, 1, time.Hour)), httplimit.FieldsOff, 0},
-		{"refusals, fields on", httplimit.Ring(mustRing(t, 1, time.Hour)), httplimit.FieldsAlways, 1},
+		{"refusals, fields on", httplimit.Ring(mustRing(t, 1, time.Hour)), httplimit.FieldsAlways, 0},
+		{"keyed window refusals, fields on", httplimit.KeyedWindow(mustKeyedWindow(t, 1, time.Hour)), httplimit.FieldsAlways, 0},
 	} {
 		m, err := httplimit.New(tt.l, httplimit.SendFields(tt.fields))
 		require.NoError(t, err)
