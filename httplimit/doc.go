@@ -25,9 +25,11 @@
 // A Middleware, the adapters, the key functions and ProxyResolver are safe
 // for concurrent use. The middleware holds no lock while a limiter decides
 // or while user code runs; with the adapters of this package, an admitted
-// request allocates nothing when the RateLimit fields are off and, when they
-// are on, one small value (the RateLimit field's; two allocations if that
-// value is long, as with several rules with long names).
+// request allocates nothing when the RateLimit fields are off. When they are
+// on, it allocates at most the RateLimit field's value (two allocations if
+// that value is long, as with several rules with long names), and nothing
+// when the policy has one rule and the remaining count and reset repeat an
+// earlier response's: the middleware remembers those values, up to 512.
 //
 // docs/http.md describes the trust model for client addresses, the exact
 // bytes sent, the bound of All under concurrency, the failure policy, and
