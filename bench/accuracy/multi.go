@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/slidelimit/slidelimit/internal/oracle"
+	"github.com/slidelimit/slidelimit/internal/replay"
 	"github.com/slidelimit/slidelimit/multi"
 )
 
@@ -53,26 +54,15 @@ func RunMulti(t *testing.T, c MultiContender, w Workload) MultiResult {
 		for _, r := range MultiRules {
 			rules = append(rules, oracle.R(r.Limit, r.Window))
 		}
-		exact, shadow := oracle.NewLog(rules...), oracle.NewLog(rules...)
+		j := replay.NewJudge(nil, rules...)
 		res = MultiResult{Workload: w.Name, Limiter: c.Name}
-		var stamps []oracle.Stamp
 		for _, call := range w.Calls {
-			p, n := int64(call.Presented()), call.N
-			ok := l.AllowN(epoch.Add(call.Presented()), n)
-			if exact.AllowN(p, n) {
-				res.OracleAdmitted += int64(n)
-			}
-			if f := shadow.Fits(p, n); ok && !f {
-				res.LogOver++
-			} else if !ok && f {
-				res.LogUnder++
-			}
-			shadow.Record(p, n, ok)
-			if ok {
-				res.Admitted += int64(n)
-				stamps = append(stamps, oracle.Stamp{At: int64(call.At), Cost: int64(n)})
-			}
+			ok := l.AllowN(epoch.Add(call.Presented()), call.N)
+			j.Decided(int64(call.Presented()), call.N, ok, int64(call.At))
 		}
+		res.Admitted, res.OracleAdmitted = j.Admitted, j.OracleAdmitted
+		res.LogOver, res.LogUnder = j.LogOver, j.LogUnder
+		stamps := j.Stamps()
 		for _, r := range MultiRules {
 			m := oracle.MaxInWindow(stamps, int64(r.Window))
 			res.MaxPerRule = append(res.MaxPerRule, m)

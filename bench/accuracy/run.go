@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/slidelimit/slidelimit/internal/oracle"
+	"github.com/slidelimit/slidelimit/internal/replay"
 )
 
 // Result is one workload replayed through one contender.
@@ -42,7 +43,7 @@ type Result struct {
 // that read time.Now see the bubble's fake clock and every limiter is created
 // at the bubble's epoch (2000-01-01 00:00:00 UTC, aligned to the second). The
 // oracle and the two-counter model decide the same presented instants,
-// independently of the contender.
+// independently of the contender (replay.Judge).
 func Run(t *testing.T, c Contender, w Workload, series bool) Result {
 	t.Helper()
 	var res Result
@@ -51,41 +52,21 @@ func Run(t *testing.T, c Contender, w Workload, series bool) Result {
 		d, stop := c.New(epoch)
 		defer stop()
 		rule := oracle.R(Limit, Window)
-		exact := oracle.NewLog(rule)  // decides on its own
-		shadow := oracle.NewLog(rule) // follows the contender's decisions
-		model := twoCounter(c.Model, rule)
+		j := replay.NewJudge(twoCounter(c.Model, rule), rule)
 		res = Result{Workload: w.Name, Limiter: c.Name, Calls: len(w.Calls)}
-		var stamps []oracle.Stamp
 		var delay time.Duration
 		for _, call := range w.Calls {
 			real := epoch.Add(call.At)
 			ok, at := d.Decide(epoch.Add(call.Presented()), real, call.N)
-			pres, n := int64(call.Presented()), call.N
-			if exact.AllowN(pres, n) {
-				res.OracleAdmitted += int64(n)
-			}
-			// The shadows judge each decision on the contender's own
-			// history, then record the contender's decision.
-			if f := shadow.Fits(pres, n); ok && !f {
-				res.LogOver++
-			} else if !ok && f {
-				res.LogUnder++
-			}
-			shadow.Record(pres, n, ok)
-			if model != nil {
-				if f := model.Fits(pres, n); ok && !f {
-					res.FormulaOver++
-				} else if !ok && f {
-					res.FormulaUnder++
-				}
-				model.Record(pres, n, ok)
-			}
+			j.Decided(int64(call.Presented()), call.N, ok, int64(at.Sub(epoch)))
 			if ok {
-				res.Admitted += int64(call.N)
-				stamps = append(stamps, oracle.Stamp{At: int64(at.Sub(epoch)), Cost: int64(call.N)})
 				delay += at.Sub(real)
 			}
 		}
+		stamps := j.Stamps()
+		s := j.Score
+		res.Admitted, res.OracleAdmitted = s.Admitted, s.OracleAdmitted
+		res.LogOver, res.LogUnder, res.FormulaOver, res.FormulaUnder = s.LogOver, s.LogUnder, s.FormulaOver, s.FormulaUnder
 		res.MaxInWindow = oracle.MaxInWindow(stamps, int64(Window))
 		res.Ratio = float64(res.MaxInWindow) / Limit
 		if c.Pacer && len(stamps) > 0 {
