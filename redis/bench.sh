@@ -6,6 +6,9 @@
 #   ./bench.sh            3 runs of 5000 decisions per decider and concurrency
 #   RUNS=10 BENCHTIME=20000x ./bench.sh
 #   MEMORY=0 ./bench.sh   skip the memory per key at 100k keys
+#   ACCURACY=1 ./bench.sh also replay the accuracy workloads in real time
+#                         through ours and the peers (TestAccuracyRealTime,
+#                         about four minutes) and print their table
 #   DECIDERS=log,window,redis_rate ./bench.sh   only these deciders
 #   RAW=file ./bench.sh   also keep the runs' output there, each line after its
 #                         run ("run3 BenchmarkDecide/..."), for a plot
@@ -89,4 +92,14 @@ if [[ ${MEMORY:-1} != 0 ]]; then
 	echo "| decider | bytes per key at 100k keys (INFO memory used_memory) |"
 	echo "| --- | --- |"
 	awk '/^BenchmarkMemoryPerKey\// { split($1, a, "/"); sub(/-[0-9]+$/, "", a[2]); for (i = 3; i < NF; i++) if ($(i+1) == "bytes/key") printf "| %s | %d |\n", a[2], $i }' "$out/mem.txt"
+fi
+
+if [[ ${ACCURACY:-0} != 0 ]]; then
+	echo
+	echo "Accuracy, replayed in real time (limit 100 per 1s): the largest admitted count in any window of 1s over the limit;"
+	echo "(admitted of what the exact log admits alone); + and − the decisions the exact log judges over and under on the"
+	echo "limiter's own history; for two-counter limiters, the same against their formula."
+	echo
+	REDIS_ACCURACY="$out/accuracy.md" go test -count=1 -run '^TestAccuracyRealTime$' . >"$out/accuracy.log" 2>&1 || { cat "$out/accuracy.log" >&2; exit 1; }
+	cat "$out/accuracy.md"
 fi
