@@ -106,7 +106,7 @@ func httpImpls() []httpImpl {
 	return []httpImpl{
 		{
 			name: "slidelimit",
-			algo: "httplimit over keyed (two-counter window per IP to admit, exact ring to refuse), RateLimit fields on every response",
+			algo: "httplimit over keyed.Window (a two-counter window per IP), RateLimit fields on every response",
 			new: func(path string, keys int, next http.Handler) http.Handler {
 				return ourMiddleware(path, keys, httplimit.FieldsAlways, next)
 			},

@@ -274,8 +274,8 @@ type cachedValue struct {
 	b     [40]byte
 }
 
-// value returns the one-element RateLimit value `<item>r<rem>;t=<reset>`,
-// where item is the start m.items[0].
+// value returns the one-element RateLimit value `<item><rem>;t=<reset>` of
+// a one-rule policy, item being its constant start `"name";r=`.
 func (c *valueCache) value(item string, rem int, reset int64) []string {
 	h := (uint64(rem)*0x9e3779b97f4a7c15 ^ uint64(reset)*0xc2b2ae3d27d4eb4f) >> (64 - valueCacheBits)
 	slot := &c.slots[h]

@@ -20,7 +20,7 @@ import (
 	ulredis "github.com/ulule/limiter/v3/drivers/store/redis"
 
 	"github.com/slidelimit/slidelimit/internal/oracle"
-	workload "github.com/slidelimit/slidelimit/internal/replay"
+	accuracy "github.com/slidelimit/slidelimit/internal/replay"
 	"github.com/slidelimit/slidelimit/redis"
 )
 
@@ -65,7 +65,7 @@ func TestAccuracyRealTime(t *testing.T) {
 		t.Skip("set REDIS_ACCURACY=<file> to replay the accuracy workloads in real time (about four minutes)")
 	}
 	_, gc, c := standalone(t)
-	rule := redis.Rule{Limit: workload.Limit, Window: workload.Window}
+	rule := redis.Rule{Limit: accuracy.Limit, Window: accuracy.Window}
 	ours := func(l *redis.Limiter) realTimeDecider {
 		return func(ctx context.Context, key string, n int) (bool, time.Time, error) {
 			d, err := l.AllowN(ctx, key, time.Time{}, n)
@@ -73,17 +73,17 @@ func TestAccuracyRealTime(t *testing.T) {
 		}
 	}
 	rr := redis_rate.NewLimiter(gc)
-	mw := httprate.Limit(workload.Limit, workload.Window, httprateredis.WithRedisLimitCounter(&httprateredis.Config{Client: gc}),
+	mw := httprate.Limit(accuracy.Limit, accuracy.Window, httprateredis.WithRedisLimitCounter(&httprateredis.Config{Client: gc}),
 		httprate.WithKeyFuncs(func(r *http.Request) (string, error) { return r.Header.Get("X-Key"), nil }))
 	hr := mw(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
 	store, err := ulredis.NewStoreWithOptions(gc, ulule.StoreOptions{Prefix: "ulule"})
 	require.NoError(t, err)
-	ul := ulule.New(store, ulule.Rate{Period: workload.Window, Limit: workload.Limit})
+	ul := ulule.New(store, ulule.Rate{Period: accuracy.Window, Limit: accuracy.Limit})
 	cs := []realTimeContender{
 		{name: "slidelimit log", decide: ours(mustLog(t, c, redis.Options{Prefix: "acc"}, rule))},
 		{name: "slidelimit window", model: anchored, decide: ours(mustWindow(t, c, redis.Options{Prefix: "acc"}, rule))},
 		{name: "redis_rate (GCRA, burst 100)", decide: func(ctx context.Context, key string, n int) (bool, time.Time, error) {
-			res, err := rr.AllowN(ctx, key, redis_rate.PerSecond(workload.Limit), n)
+			res, err := rr.AllowN(ctx, key, redis_rate.PerSecond(accuracy.Limit), n)
 			if err != nil {
 				return false, time.Time{}, err
 			}
@@ -109,13 +109,13 @@ func TestAccuracyRealTime(t *testing.T) {
 	}
 
 	type cell struct {
-		s     workload.Score
+		s     accuracy.Score
 		ratio float64
 	}
 	var mu sync.Mutex
 	results := map[string]map[string]cell{} // workload, contender
 	var order []string
-	for _, w := range workload.Workloads() {
+	for _, w := range accuracy.Workloads() {
 		if w.Name == "stale-3x" || !selected(w.Name) {
 			continue
 		}
@@ -201,7 +201,7 @@ func selected(name string) bool {
 }
 
 // bursty reports whether calls of w share an instant.
-func bursty(w workload.Workload) bool {
+func bursty(w accuracy.Workload) bool {
 	for i := 1; i < len(w.Calls); i++ {
 		if w.Calls[i].At == w.Calls[i-1].At {
 			return true
@@ -213,13 +213,13 @@ func bursty(w workload.Workload) bool {
 // replayRealTime sends w's calls through ct at their instants after epoch,
 // on a key of its own, and judges them; it returns the score and the largest
 // admitted cost in any window over the limit.
-func replayRealTime(t *testing.T, ct realTimeContender, w workload.Workload, epoch time.Time) (workload.Score, float64) {
-	rule := oracle.R(workload.Limit, workload.Window)
+func replayRealTime(t *testing.T, ct realTimeContender, w accuracy.Workload, epoch time.Time) (accuracy.Score, float64) {
+	rule := oracle.R(accuracy.Limit, accuracy.Window)
 	var model oracle.Model
 	if ct.model != nil {
 		model = ct.model(rule)
 	}
-	j := workload.NewJudge(model, rule)
+	j := accuracy.NewJudge(model, rule)
 	key := fmt.Sprintf("acc-%s-%d", w.Name, epoch.Unix())
 	ctx := context.Background()
 	for _, call := range w.Calls {
@@ -228,7 +228,7 @@ func replayRealTime(t *testing.T, ct realTimeContender, w workload.Workload, epo
 		ok, at, err := ct.decide(ctx, key, call.N)
 		if err != nil {
 			t.Errorf("%s, %s: %v", ct.name, w.Name, err)
-			return workload.Score{}, 0
+			return accuracy.Score{}, 0
 		}
 		if at.IsZero() {
 			at = before.Add(time.Since(before) / 2)
@@ -236,5 +236,5 @@ func replayRealTime(t *testing.T, ct realTimeContender, w workload.Workload, epo
 		off := int64(at.Sub(epoch))
 		j.Decided(off, call.N, ok, off)
 	}
-	return j.Score, float64(oracle.MaxInWindow(j.Stamps(), int64(workload.Window))) / workload.Limit
+	return j.Score, float64(oracle.MaxInWindow(j.Stamps(), int64(accuracy.Window))) / accuracy.Limit
 }
