@@ -168,6 +168,9 @@ func TestAccuracyRealTime(t *testing.T) {
 
 	for _, name := range order {
 		log, win := results[name]["slidelimit log"].s, results[name]["slidelimit window"].s
+		if log.Admitted == 0 || win.Admitted == 0 {
+			t.Errorf("%s: nothing admitted (log %d, window %d): the replay did not run", name, log.Admitted, win.Admitted)
+		}
 		if log.LogOver+log.LogUnder != 0 {
 			t.Errorf("%s: the log was off the exact log: +%d −%d", name, log.LogOver, log.LogUnder)
 		}
