@@ -277,8 +277,9 @@ func TestHeaderValueSizes(t *testing.T) {
 
 // The one-rule RateLimit values are remembered in a table of a few hundred
 // entries: every value must be the one made for its pair, whatever pairs
-// shared its entry before, from several goroutines at once (run with -race),
-// and a pair that repeats shares its value and allocates nothing.
+// shared its entry before (pairs at random from several goroutines at once,
+// run with -race, and pairs that differ in one number only), and a pair
+// that repeats shares its value and allocates nothing.
 func TestFieldsValueCache(t *testing.T) {
 	m, err := httplimit.New(httplimit.Window(mustWindow(t, 100, time.Minute)))
 	require.NoError(t, err)
@@ -302,6 +303,17 @@ func TestFieldsValueCache(t *testing.T) {
 		})
 	}
 	wg.Wait()
+	// Pairs that differ in one number only: with more of them than entries,
+	// some share an entry, which must not answer for the other.
+	for range 2 {
+		for x := range 2000 {
+			for _, p := range [][2]int{{7, x}, {x, 7}} {
+				if v := httplimit.RateLimitValue(m, p[0], int64(p[1])); v[0] != want(p[0], int64(p[1])) {
+					t.Fatalf("value for r=%d t=%d: %q", p[0], p[1], v)
+				}
+			}
+		}
+	}
 
 	first := httplimit.RateLimitValue(m, 7, 42)
 	allocs := testing.AllocsPerRun(100, func() {
@@ -317,4 +329,36 @@ func TestFieldsValueCache(t *testing.T) {
 	ml, err := httplimit.New(httplimit.Window(mustWindow(t, 100, time.Minute)), httplimit.PolicyNames(long))
 	require.NoError(t, err)
 	assert.Equal(t, []string{`"` + long + `";r=5;t=6`}, httplimit.RateLimitValue(ml, 5, 6))
+}
+
+// From the caller's side: every response's RateLimit field, parsed back, is
+// what a twin keyed.Window fed the same calls at the same instants reports
+// for the same decision. Forty clients over several windows make about 850
+// (remaining, reset) pairs, more than the middleware's table of 512
+// remembered values, so values are shared, replaced and made again.
+func TestFieldsMatchTwin(t *testing.T) {
+	const limit, win = 40, 30 * time.Second
+	h, c := newMW(t, httplimit.KeyedWindow(mustKeyedWindow(t, limit, win)))
+	twin := mustKeyedWindow(t, limit, win)
+	rng := rand.New(rand.NewPCG(3, 4))
+	var off time.Duration
+	seen := map[[2]int64]bool{}
+	for i := range 8000 {
+		off += time.Duration(rng.IntN(50)) * time.Millisecond
+		key := "192.0.2." + strconv.Itoa(rng.IntN(40))
+		c.now = t0.Add(off)
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, request(key+":1234"))
+		s, err := twin.DecideStatus(key, c.now, 1)
+		require.NoError(t, err)
+		reset := int64(0)
+		if d := s.ResetAt.Sub(c.now); d > 0 {
+			reset = int64((d + time.Second - 1) / time.Second)
+		}
+		want := []sfItem{{"40-per-30s", map[string]int64{"r": int64(s.Remaining), "t": reset}}}
+		require.Equal(t, want, parseList(t, rec.Header().Values("RateLimit")), "request %d, client %s at %v", i, key, off)
+		require.Equal(t, s.Admitted, rec.Code == http.StatusOK, "request %d", i)
+		seen[[2]int64{int64(s.Remaining), reset}] = true
+	}
+	require.Greater(t, len(seen), 512, "the pairs must outnumber the table's entries")
 }
