@@ -3,8 +3,6 @@ package redis_test
 import (
 	"context"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"slices"
 	"strings"
@@ -12,12 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-chi/httprate"
-	httprateredis "github.com/go-chi/httprate-redis"
 	"github.com/go-redis/redis_rate/v10"
 	"github.com/stretchr/testify/require"
-	ulule "github.com/ulule/limiter/v3"
-	ulredis "github.com/ulule/limiter/v3/drivers/store/redis"
 
 	"github.com/slidelimit/slidelimit/internal/oracle"
 	accuracy "github.com/slidelimit/slidelimit/internal/replay"
@@ -73,12 +67,14 @@ func TestAccuracyRealTime(t *testing.T) {
 		}
 	}
 	rr := redis_rate.NewLimiter(gc)
-	mw := httprate.Limit(accuracy.Limit, accuracy.Window, httprateredis.WithRedisLimitCounter(&httprateredis.Config{Client: gc}),
-		httprate.WithKeyFuncs(func(r *http.Request) (string, error) { return r.Header.Get("X-Key"), nil }))
-	hr := mw(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
-	store, err := ulredis.NewStoreWithOptions(gc, ulule.StoreOptions{Prefix: "ulule"})
+	peer := func(d peerDecider) realTimeDecider {
+		return func(ctx context.Context, key string, n int) (bool, time.Time, error) {
+			ok, err := d(ctx, key, n)
+			return ok, time.Time{}, err
+		}
+	}
+	ul, err := ululeRedis(gc, accuracy.Limit, accuracy.Window)
 	require.NoError(t, err)
-	ul := ulule.New(store, ulule.Rate{Period: accuracy.Window, Limit: accuracy.Limit})
 	cs := []realTimeContender{
 		{name: "slidelimit log", decide: ours(mustLog(t, c, redis.Options{Prefix: "acc"}, rule))},
 		{name: "slidelimit window", model: anchored, decide: ours(mustWindow(t, c, redis.Options{Prefix: "acc"}, rule))},
@@ -89,23 +85,8 @@ func TestAccuracyRealTime(t *testing.T) {
 			}
 			return res.Allowed > 0, time.Time{}, nil
 		}},
-		{name: "httprate-redis", model: grid, decide: func(ctx context.Context, key string, n int) (bool, time.Time, error) {
-			req := httptest.NewRequestWithContext(httprate.WithIncrement(ctx, n), http.MethodGet, "/", nil)
-			req.Header.Set("X-Key", key)
-			rec := httptest.NewRecorder()
-			hr.ServeHTTP(rec, req)
-			switch rec.Code {
-			case http.StatusOK:
-				return true, time.Time{}, nil
-			case http.StatusTooManyRequests:
-				return false, time.Time{}, nil
-			}
-			return false, time.Time{}, fmt.Errorf("status %d: %s", rec.Code, rec.Body)
-		}},
-		{name: "ulule (fixed window)", decide: func(ctx context.Context, key string, n int) (bool, time.Time, error) {
-			r, err := ul.Increment(ctx, key, int64(n))
-			return err == nil && !r.Reached, time.Time{}, err
-		}},
+		{name: "httprate-redis", model: grid, decide: peer(httprateRedis(gc, accuracy.Limit, accuracy.Window))},
+		{name: "ulule (fixed window)", decide: peer(ul)},
 	}
 
 	type cell struct {

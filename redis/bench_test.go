@@ -5,8 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"math/rand/v2"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"slices"
 	"strconv"
@@ -15,13 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-chi/httprate"
-	httprateredis "github.com/go-chi/httprate-redis"
 	"github.com/go-redis/redis_rate/v10"
 	goredis "github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
-	ulule "github.com/ulule/limiter/v3"
-	ulredis "github.com/ulule/limiter/v3/drivers/store/redis"
 
 	"github.com/slidelimit/slidelimit/redis"
 	"github.com/slidelimit/slidelimit/redis/internal/redistest"
@@ -58,24 +52,13 @@ func benchDeciders(b *testing.B, gc *goredis.Client, rate redis_rate.Limit) map[
 		}
 	}
 	// The other peers take a *goredis.Client only.
-	limit := int(rate.Rate)
-	mw := httprate.Limit(limit, rate.Period, httprateredis.WithRedisLimitCounter(&httprateredis.Config{Client: gc}),
-		httprate.WithKeyFuncs(func(r *http.Request) (string, error) { return r.Header.Get("X-Key"), nil }))
-	h := mw(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
-	ds["httprate-redis"] = func(ctx context.Context, key string) error {
-		req := httptest.NewRequestWithContext(ctx, http.MethodGet, "/", nil)
-		req.Header.Set("X-Key", key)
-		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, req)
-		if rec.Code != http.StatusOK && rec.Code != http.StatusTooManyRequests {
-			return fmt.Errorf("httprate-redis: status %d: %s", rec.Code, rec.Body)
-		}
-		return nil
+	one := func(d peerDecider) decider {
+		return func(ctx context.Context, key string) error { _, err := d(ctx, key, 1); return err }
 	}
-	store, err := ulredis.NewStoreWithOptions(gc, ulule.StoreOptions{Prefix: "ulule"})
+	ds["httprate-redis"] = one(httprateRedis(gc, int(rate.Rate), rate.Period))
+	ul, err := ululeRedis(gc, int(rate.Rate), rate.Period)
 	require.NoError(b, err)
-	ul := ulule.New(store, ulule.Rate{Period: rate.Period, Limit: int64(limit)})
-	ds["ulule"] = func(ctx context.Context, key string) error { _, err := ul.Get(ctx, key); return err }
+	ds["ulule"] = one(ul)
 	return ds
 }
 
