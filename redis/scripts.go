@@ -120,6 +120,14 @@ local TOP = 140737488355328
 local MARK, MARKV = '\1\1\1\1\1\1', 1103823438081
 local floor = math.floor
 local unpack, pack = struct.unpack, struct.pack
+-- slots returns the bytes of the m slots of a long log (one of R slots)
+-- from slot j on: one GETRANGE, or two when they wrap round the ring.
+local function slots(key, j, m, R)
+  if j + m <= R then
+    return redis.call('GETRANGE', key, 24 + 6 * j, 23 + 6 * (j + m))
+  end
+  return redis.call('GETRANGE', key, 24 + 6 * j, 23 + 6 * R) .. redis.call('GETRANGE', key, 24, 23 + 6 * (j + m - R))
+end
 local ks = {}
 local a = 4
 for i = 1, #KEYS do
@@ -151,14 +159,8 @@ for i = 1, #KEYS do
   elseif len ~= 0 then
     base, head, exp = unpack('<ddd', redis.call('GETRANGE', key, 0, 23))
     -- The newest 128 stamps at once, positions 1 to 128 in slots head-128
-    -- to head-1 (mod R; two pieces when they wrap round the ring): position
-    -- p starts at byte 6*(128-p)+1 of blk.
-    local j = (head - 128) % R
-    if j + 128 <= R then
-      blk = redis.call('GETRANGE', key, 24 + 6 * j, 791 + 6 * j)
-    else
-      blk = redis.call('GETRANGE', key, 24 + 6 * j, 23 + 6 * R) .. redis.call('GETRANGE', key, 24, 23 + 6 * head)
-    end
+    -- to head-1 (mod R): position p starts at byte 6*(128-p)+1 of blk.
+    blk = slots(key, (head - 128) % R, 128, R)
     v = unpack('<I6', blk, 763)
   end
   if v > TOP and now < base + v - TOP - 1 then now = base + v - TOP - 1 end
@@ -203,7 +205,7 @@ for i = 1, #KEYS do
       elseif p <= 128 then
         v = unpack('<I6', blk, 6 * (128 - p) + 1)
       else
-        v = unpack('<I6', redis.call('GETRANGE', key, 24 + 6 * j, 29 + 6 * j))
+        v = unpack('<I6', slots(key, j, 1, R))
       end
       if v > lim then
         ok = false
@@ -239,18 +241,13 @@ for i = 1, #KEYS do
           local mid = lo + hi + 1
           mid = (mid - mid % 2) / 2
           local j = (head - mid) % R
-          if unpack('<I6', redis.call('GETRANGE', key, 24 + 6 * j, 29 + 6 * j)) > lim then lo = mid else hi = mid - 1 end
+          if unpack('<I6', slots(key, j, 1, R)) > lim then lo = mid else hi = mid - 1 end
         end
         if lo < hi then
-          -- Positions hi down to lo+1 are slots j to j+m-1 (mod R), so
+          -- Positions hi down to lo+1 are slots (head-hi) mod R on, so
           -- position p starts at byte 6*(top-p)+1 of rng.
-          local j, m, top = (head - hi) % R, hi - lo, hi
-          local rng
-          if j + m <= R then
-            rng = redis.call('GETRANGE', key, 24 + 6 * j, 23 + 6 * (j + m))
-          else
-            rng = redis.call('GETRANGE', key, 24 + 6 * j, 23 + 6 * R) .. redis.call('GETRANGE', key, 24, 23 + 6 * (j + m - R))
-          end
+          local top = hi
+          local rng = slots(key, (head - hi) % R, hi - lo, R)
           while lo < hi do
             local mid = lo + hi + 1
             mid = (mid - mid % 2) / 2
