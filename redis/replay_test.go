@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	benchreplay "github.com/slidelimit/slidelimit/internal/replay"
 	"github.com/slidelimit/slidelimit/multi"
 	"github.com/slidelimit/slidelimit/redis"
 	"github.com/slidelimit/slidelimit/window"
@@ -305,4 +306,73 @@ func TestLogRebase(t *testing.T) {
 		require.Positive(t, admitted)
 		require.Positive(t, refused)
 	}
+}
+
+// TestBenchWorkloads: every accuracy workload of the comparison (package
+// internal/replay, the in-process table's) replayed with caller-given
+// instants, stale ones included, through the log and the window, for the
+// comparison's rule (100 per second) and for it with a tighter second rule:
+// every decision, instant, ready and remaining identical to the naive
+// sliding log (the log) or to the exact formula (the window), all or
+// nothing, and every decision to the in-process twin's.
+func TestBenchWorkloads(t *testing.T) {
+	_, _, c := standalone(t)
+	sets := [][]redis.Rule{
+		{{Limit: benchreplay.Limit, Window: benchreplay.Window}},
+		{{Limit: benchreplay.Limit, Window: benchreplay.Window}, {Limit: 15, Window: 100 * time.Millisecond}},
+	}
+	for _, exact := range []bool{true, false} {
+		for si, rules := range sets {
+			// The four replays are independent (keys of their own) and
+			// mostly wait for round trips: run them at once.
+			t.Run(fmt.Sprintf("exact=%v/rules=%d", exact, len(rules)), func(t *testing.T) {
+				t.Parallel()
+				mk := mustWindow
+				if exact {
+					mk = mustLog
+				}
+				l := mk(t, c, redis.Options{Prefix: fmt.Sprintf("bench%d", si)}, rules...)
+				for _, w := range benchreplay.Workloads() {
+					replayBench(t, l, rules, exact, w)
+				}
+			})
+		}
+	}
+}
+
+// replayBench replays w through l, with caller-given instants, on a key of
+// its own, and requires every decision to be the oracle's and the in-process
+// twin's.
+func replayBench(t *testing.T, l *redis.Limiter, rules []redis.Rule, exact bool, w benchreplay.Workload) {
+	t.Helper()
+	lo := &logOracle{rules: rules}
+	wo := &windowOracle{rules: rules}
+	twin := inProcessTwin(t, rules, exact)
+	admitted, refused := 0, 0
+	for i, cl := range w.Calls {
+		tm := epoch + cl.Presented().Microseconds()
+		d, err := l.AllowN(ctxT(t), w.Name, at(tm), cl.N)
+		require.NoError(t, err, "%s step %d", w.Name, i)
+		var ok bool
+		var atUS, ready int64
+		var rem []int
+		if exact {
+			ok, atUS, ready, rem = lo.allowN(tm, cl.N)
+		} else {
+			atUS = tm
+			ok, ready, rem = wo.allowN(tm, cl.N)
+		}
+		what := fmt.Sprintf("%s step %d: AllowN(t=%d, n=%d)", w.Name, i, tm-epoch, cl.N)
+		requireDecision(t, what, d, ok, atUS, ready, rem)
+		if twin != nil && twin(at(tm), cl.N) != d.Allowed {
+			t.Fatalf("%s = %v, the in-process limiter says %v", what, d.Allowed, !d.Allowed)
+		}
+		if ok {
+			admitted++
+		} else {
+			refused++
+		}
+	}
+	require.Positive(t, admitted, w.Name)
+	t.Logf("%s: %d calls, %d admitted, %d refused", w.Name, len(w.Calls), admitted, refused)
 }
