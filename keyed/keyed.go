@@ -64,6 +64,18 @@
 // through again, so an attacker inventing keys could reset everyone else's
 // limits.
 //
+// MaxKeys bounds the keys, not the bytes: what a flood of invented keys can
+// pin is MaxKeys times the memory of one key, and one key costs its
+// limiter's memory plus about 90 bytes of map and entry, the copy of a
+// string key's bytes included (about 75 bytes in all for a Window key of up
+// to 16 bytes). A window limiter is 128 bytes whatever its limit; a ring
+// limiter is 8 bytes per unit of limit, an exact multi limiter 8 bytes per
+// unit of its largest limit. At the default of a million keys that is about
+// 75 MB for a Window, 218 MB for window limiters, 1.1 GB for rings of limit
+// 100 and 77 GiB for rings of limit 10,000. When the limiter's memory grows
+// with its limit, set MaxKeys from a memory budget: budget / (bytes per
+// key).
+//
 // A key whose type is a string type is stored as a copy of its bytes (a
 // Window copies them into the key's own cell), never as the string the
 // caller passed: a key cut from a larger string (a token, a request line)

@@ -22,7 +22,10 @@ func (o maxKeysOption) apply(c *config) {
 
 // MaxKeys bounds the number of keys a Limiter holds, between 1 and
 // MaxMaxKeys. The default is DefaultMaxKeys. See the package documentation
-// for what happens when the bound is reached. Giving it twice is an error.
+// for what happens when the bound is reached, and for the memory it bounds:
+// MaxKeys times the bytes of one key, which for a ring grows with its limit
+// (8 bytes per unit: a million rings of limit 10,000 hold about 77 GiB).
+// Giving it twice is an error.
 func MaxKeys(n int) Option { return maxKeysOption(n) }
 
 // configure applies opts (nil ones are skipped) over the defaults.
