@@ -16,7 +16,8 @@ import (
 
 // TestCluster runs on a real three-master Redis Cluster: the replays match
 // the oracles there too; keys spread over every master, each decided on its
-// own state, including keys with braces; the script can be missing on a
+// own state, including keys with braces; a key in each of the 16384 slots is
+// decided on its own state; the script can be missing on a
 // master; and when a master stops, its keys follow the failure policy while
 // the others go on.
 func TestCluster(t *testing.T) {
@@ -64,6 +65,39 @@ func TestCluster(t *testing.T) {
 			slots[strconv.FormatInt(s, 10)] = true
 		}
 		require.Greater(t, len(slots), len(keys)/2, "keys should spread over many slots")
+	})
+
+	t.Run("every-slot", func(t *testing.T) {
+		// One key in each of the 16384 slots, found with the slot
+		// computed here (checked against the server's on a sample), each
+		// admitted once and then refused: the script runs on the master
+		// of every slot, on the key's own state.
+		es := mustLog(t, c, redis.Options{Prefix: "slots", Timeout: time.Second}, redis.Rule{Limit: 1, Window: time.Hour})
+		bySlot := make([]string, clusterSlots)
+		left := len(bySlot)
+		for i := 0; left > 0; i++ {
+			k := "k" + strconv.Itoa(i)
+			rk, err := redis.RedisKey(es, k)
+			require.NoError(t, err)
+			if s := keySlot(rk); bySlot[s] == "" {
+				bySlot[s] = k
+				left--
+			}
+		}
+		for s := 0; s < clusterSlots; s += 1021 {
+			rk, err := redis.RedisKey(es, bySlot[s])
+			require.NoError(t, err)
+			got, err := gc.ClusterKeySlot(t.Context(), rk).Result()
+			require.NoError(t, err)
+			require.Equal(t, int64(s), got, "key %q", rk)
+		}
+		for s, k := range bySlot {
+			for i, want := range []bool{true, false} {
+				d, err := es.AllowN(t.Context(), k, now, 1)
+				require.NoError(t, err, "slot %d key %q call %d", s, k, i)
+				require.Equal(t, want, d.Allowed, "slot %d key %q call %d", s, k, i)
+			}
+		}
 	})
 
 	t.Run("noscript", func(t *testing.T) {
@@ -168,4 +202,30 @@ func slotOwner(t *testing.T, addr, slot string) string {
 	}
 	t.Fatalf("no master serves slot %s:\n%s", slot, out)
 	return ""
+}
+
+// clusterSlots is the number of hash slots of a Redis Cluster.
+const clusterSlots = 16384
+
+// keySlot is the hash slot of a Redis key, as Redis Cluster computes it: the
+// CRC16 (XMODEM) of the key's hash tag (the bytes between the first "{" and
+// the next "}", when there are any) or of the whole key, modulo 16384.
+func keySlot(key string) int {
+	if i := strings.IndexByte(key, '{'); i >= 0 {
+		if j := strings.IndexByte(key[i+1:], '}'); j > 0 {
+			key = key[i+1 : i+1+j]
+		}
+	}
+	var crc uint16
+	for k := 0; k < len(key); k++ {
+		crc ^= uint16(key[k]) << 8
+		for range 8 {
+			if crc&0x8000 != 0 {
+				crc = crc<<1 ^ 0x1021
+			} else {
+				crc <<= 1
+			}
+		}
+	}
+	return int(crc) % clusterSlots
 }
