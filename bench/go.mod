@@ -7,6 +7,7 @@ replace github.com/slidelimit/slidelimit => ../
 require (
 	github.com/RussellLuo/slidingwindow v0.0.0-20200528002341-535bb99d338b
 	github.com/didip/tollbooth/v7 v7.0.2
+	github.com/go-chi/chi/v5 v5.5.0
 	github.com/go-chi/httprate v0.16.1
 	github.com/juju/ratelimit v1.0.2
 	github.com/sethvargo/go-limiter v0.7.1
