@@ -24,10 +24,11 @@ import (
 
 // Server is one redis-server process.
 type Server struct {
-	t    testing.TB
-	Port int
-	dir  string
-	args []string
+	t     testing.TB // nil for a server started by StartOutsideTest
+	Port  int
+	dir   string
+	owned bool // dir was made by StartOutsideTest, which removes it on Close
+	args  []string
 
 	mu  sync.Mutex
 	cmd *exec.Cmd
@@ -54,26 +55,34 @@ func need(t testing.TB, prog string) string {
 // cluster bus port (port+10000) was free too when bus is set.
 func freePort(t testing.TB, bus bool) int {
 	t.Helper()
+	p, err := findPort(bus)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// findPort is freePort's search.
+func findPort(bus bool) (int, error) {
 	for range 50 {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
-			t.Fatalf("redistest: no free port: %v", err)
+			return 0, fmt.Errorf("redistest: no free port: %w", err)
 		}
 		p := ln.Addr().(*net.TCPAddr).Port
 		_ = ln.Close()
 		if !bus {
-			return p
+			return p, nil
 		}
 		if p+10000 > 65535 {
 			continue
 		}
 		if ln2, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p+10000)); err == nil {
 			_ = ln2.Close()
-			return p
+			return p, nil
 		}
 	}
-	t.Fatal("redistest: no free port pair (P, P+10000) after 50 tries")
-	return 0
+	return 0, fmt.Errorf("redistest: no free port pair (P, P+10000) after 50 tries")
 }
 
 // Start starts a standalone redis-server and stops it when the test ends.
@@ -88,18 +97,7 @@ func start(t testing.TB, cluster bool, extra ...string) *Server {
 	var last error
 	for range 5 {
 		s := &Server{t: t, Port: freePort(t, cluster), dir: t.TempDir()}
-		s.args = []string{
-			"--port", strconv.Itoa(s.Port), "--bind", "127.0.0.1", "--dir", s.dir,
-			"--save", "", "--appendonly", "no", "--daemonize", "no", "--protected-mode", "no",
-			"--logfile", filepath.Join(s.dir, "redis.log"),
-		}
-		if cluster {
-			s.args = append(s.args, "--cluster-enabled", "yes",
-				"--cluster-config-file", filepath.Join(s.dir, "nodes.conf"),
-				"--cluster-node-timeout", "2000", "--cluster-require-full-coverage", "no")
-		}
-		s.args = append(s.args, extra...)
-		s.args = append([]string{bin}, s.args...)
+		s.setArgs(bin, cluster, extra)
 		if last = s.launch(); last == nil {
 			t.Cleanup(s.Stop)
 			return s
@@ -107,6 +105,63 @@ func start(t testing.TB, cluster bool, extra ...string) *Server {
 	}
 	t.Fatalf("redistest: redis-server did not start: %v", last)
 	return nil
+}
+
+// StartOutsideTest starts a standalone redis-server for code that has no
+// test to tie it to (the package's examples, from TestMain): on a free
+// loopback port, in a temporary directory of its own. The caller must call
+// Close. It returns an error wrapping exec.ErrNotFound when redis-server is
+// not installed; the caller decides whether that skips or fails. Restart is
+// not available on such a server.
+func StartOutsideTest(extra ...string) (*Server, error) {
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		return nil, err
+	}
+	var last error
+	for range 5 {
+		port, err := findPort(false)
+		if err != nil {
+			return nil, err
+		}
+		dir, err := os.MkdirTemp("", "redistest-")
+		if err != nil {
+			return nil, err
+		}
+		s := &Server{Port: port, dir: dir, owned: true}
+		s.setArgs(bin, false, extra)
+		if last = s.launch(); last == nil {
+			return s, nil
+		}
+		_ = os.RemoveAll(dir)
+	}
+	return nil, fmt.Errorf("redistest: redis-server did not start: %w", last)
+}
+
+// Close stops the server and, for one started by StartOutsideTest, removes
+// its directory.
+func (s *Server) Close() {
+	s.Stop()
+	if s.owned {
+		_ = os.RemoveAll(s.dir)
+	}
+}
+
+// setArgs sets the command line: bin, the server's port and directory,
+// nothing persisted, cluster mode if asked, then extra.
+func (s *Server) setArgs(bin string, cluster bool, extra []string) {
+	s.args = []string{
+		"--port", strconv.Itoa(s.Port), "--bind", "127.0.0.1", "--dir", s.dir,
+		"--save", "", "--appendonly", "no", "--daemonize", "no", "--protected-mode", "no",
+		"--logfile", filepath.Join(s.dir, "redis.log"),
+	}
+	if cluster {
+		s.args = append(s.args, "--cluster-enabled", "yes",
+			"--cluster-config-file", filepath.Join(s.dir, "nodes.conf"),
+			"--cluster-node-timeout", "2000", "--cluster-require-full-coverage", "no")
+	}
+	s.args = append(s.args, extra...)
+	s.args = append([]string{bin}, s.args...)
 }
 
 // launch starts the process and waits until it answers PING.
