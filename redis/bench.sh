@@ -8,7 +8,8 @@
 #   MEMORY=0 ./bench.sh   skip the memory per key at 100k keys
 #   ACCURACY=1 ./bench.sh also replay the accuracy workloads in real time
 #                         through ours and the peers (TestAccuracyRealTime,
-#                         about four minutes) and print their table
+#                         about four minutes) and print their table;
+#                         REDIS_ACCURACY_WORKLOADS=a,b replays only those
 #   DECIDERS=log,window,redis_rate ./bench.sh   only these deciders
 #   RAW=file ./bench.sh   also keep the runs' output there, each line after its
 #                         run ("run3 BenchmarkDecide/..."), for a plot
@@ -99,6 +100,7 @@ if [[ ${ACCURACY:-0} != 0 ]]; then
 	echo "Accuracy, replayed in real time (limit 100 per 1s): the largest admitted count in any window of 1s over the limit;"
 	echo "(admitted of what the exact log admits alone); + and − the decisions the exact log judges over and under on the"
 	echo "limiter's own history; for two-counter limiters, the same against their formula."
+	[[ -n ${REDIS_ACCURACY_WORKLOADS:-} ]] && echo "Workloads: ${REDIS_ACCURACY_WORKLOADS//,/, } (bench/compare.sh -full replays all of them)."
 	echo
 	REDIS_ACCURACY="$out/accuracy.md" go test -count=1 -run '^TestAccuracyRealTime$' . >"$out/accuracy.log" 2>&1 || { cat "$out/accuracy.log" >&2; exit 1; }
 	cat "$out/accuracy.md"
