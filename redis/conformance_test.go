@@ -153,7 +153,7 @@ func (a *adapter) RemainingAt(now time.Time, dst []int) []int {
 
 // WaitN is never called: the options set NoWait.
 func (a *adapter) WaitN(context.Context, int) error {
-	return errors.New("redis: the Redis limiters have no WaitN")
+	return errors.New("redis: the suite does not drive the Redis limiters' WaitN")
 }
 
 // suiteKeys numbers the keys of the suite's limiters across every run.
@@ -184,7 +184,8 @@ func suiteOptions(t *testing.T, c redis.Client, exact bool) conformance.Options 
 			return newRules(conformance.Rule{Limit: limit, Window: window})
 		},
 		NewRules: newRules,
-		NoWait:   "the Redis limiters have no WaitN: a caller waits on ReadyAt of a refused Decision",
+		NoWait: "the Redis limiters' WaitN waits on the server's clock, which the suite's scaled instants " +
+			"cannot drive; TestWaitN (on a simulated clock) and TestWaitNServerTime test it",
 		Skip: map[string]string{
 			"Constructor": "the suite's windows are nanoseconds, scaled to microseconds by the adapter; " +
 				"TestNewErrors checks the constructors' errors at Redis's own scale",

@@ -120,9 +120,10 @@ type Options struct {
 	// constructor accepts. Required when Construct is set.
 	MaxLimit  int
 	MaxWindow time.Duration
-	// NoWait, if not empty, says why the type has no WaitN: the WaitN
-	// calls of Edges and TimeBounds are left out, Wait is skipped with
-	// this reason, and the adapter's WaitN is never called.
+	// NoWait, if not empty, says why the suite does not drive the type's
+	// WaitN (it has none, or it waits on a clock the suite cannot drive):
+	// the WaitN calls of Edges and TimeBounds are left out, Wait is
+	// skipped with this reason, and the adapter's WaitN is never called.
 	NoWait string
 	// Skip names checks (subtest names of Run) that are known to fail,
 	// each with the reason and the issue that tracks it. They are skipped
