@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -117,30 +116,53 @@ func (a *adapter) AllowN(now time.Time, n int) bool {
 
 // TokensAt is the room of the tightest rule: CheckN(now, 0)'s smallest
 // Remaining.
+// TokensAt is the limiter's TokensAt; an instant out of range must be an
+// error, answered as no room.
 func (a *adapter) TokensAt(now time.Time) int {
-	d, ok := a.call(now, 0, true)
+	rx, ok := toRedis(now)
 	if !ok {
+		rx = outOfRange(now)
+	}
+	got, err := a.l.TokensAt(a.ctx, a.key, rx)
+	if !ok {
+		if err == nil {
+			a.t.Errorf("key %q: TokensAt at %v: want an error (instant out of range), got %d", a.key, rx, got)
+		}
 		return 0
 	}
-	least := math.MaxInt
-	for _, r := range d.Remaining {
-		least = min(least, r)
+	if err != nil {
+		a.t.Errorf("key %q: TokensAt at %v: %v", a.key, rx, err)
+		return 0
 	}
-	return least
+	return got
 }
 
-// ReadyAt is CheckN(now, n)'s ReadyAt: now itself when n fits (Redis answers
-// the instant it decided at, now truncated, or for the log its newest stamp
-// when now is older), never when Redis answers the zero Time.
+// ReadyAt is the limiter's ReadyAt, mapped back to the suite's instants: now
+// itself when n fits (the limiter answers the instant it was given), never
+// when it says so. An instant out of range or n < 0 must be an error,
+// answered as never.
 func (a *adapter) ReadyAt(now time.Time, n int) (time.Time, bool) {
-	d, ok := a.call(now, n, true)
-	switch {
-	case !ok || d.ReadyAt.IsZero():
+	rx, inRange := toRedis(now)
+	if !inRange {
+		rx = outOfRange(now)
+	}
+	at, ok, err := a.l.ReadyAt(a.ctx, a.key, rx, n)
+	if !inRange || n < 0 {
+		if err == nil {
+			a.t.Errorf("key %q: ReadyAt at %v, n %d: want an error (instant out of range or n < 0), got %v %v", a.key, rx, n, at, ok)
+		}
 		return time.Time{}, false
-	case d.Allowed:
+	}
+	switch {
+	case err != nil:
+		a.t.Errorf("key %q: ReadyAt at %v, n %d: %v", a.key, rx, n, err)
+		return time.Time{}, false
+	case !ok:
+		return time.Time{}, false
+	case at.Equal(rx):
 		return now, true
 	}
-	return fromRedis(d.ReadyAt), true
+	return fromRedis(at), true
 }
 
 func (a *adapter) RemainingAt(now time.Time, dst []int) []int {

@@ -383,6 +383,52 @@ func (l *Limiter) CheckN(ctx context.Context, key string, now time.Time, n int) 
 	return l.decide(ctx, key, now, n, true)
 }
 
+// TokensAt returns the largest cost AllowN(ctx, key, now, n) would admit,
+// recording nothing: the smallest of CheckN's Remaining, in one script call.
+// The zero now is the server's clock. Errors and the failure policy are
+// CheckN's: under FallBack the fallback answers, and under FailOpen, where
+// every call is admitted, the answer is the smallest limit.
+func (l *Limiter) TokensAt(ctx context.Context, key string, now time.Time) (int, error) {
+	d, err := l.CheckN(ctx, key, now, 0)
+	if err != nil {
+		return 0, err
+	}
+	if d.Remaining == nil { // FailOpen
+		least := l.rules[0].Limit
+		for _, r := range l.rules {
+			least = min(least, r.Limit)
+		}
+		return least, nil
+	}
+	least := d.Remaining[0]
+	for _, r := range d.Remaining {
+		least = min(least, r)
+	}
+	return least, nil
+}
+
+// ReadyAt returns the earliest instant, not before now, at which AllowN would
+// admit n for key if nothing else were admitted meanwhile (what a 429's
+// Retry-After needs), recording nothing: CheckN's answer, in one script call.
+// It is now itself when n fits now (for the zero now, the server's instant
+// the check was made at), and ok is false when n can never be admitted (n
+// above a limit). Errors and the failure policy are CheckN's (n < 0 is an
+// error).
+func (l *Limiter) ReadyAt(ctx context.Context, key string, now time.Time, n int) (at time.Time, ok bool, err error) {
+	d, err := l.CheckN(ctx, key, now, n)
+	switch {
+	case err != nil:
+		return time.Time{}, false, err
+	case d.Allowed && !now.IsZero():
+		return now, true, nil
+	case d.Allowed:
+		return d.At, true, nil
+	case d.ReadyAt.IsZero():
+		return time.Time{}, false, nil
+	}
+	return d.ReadyAt, true, nil
+}
+
 func (l *Limiter) decide(ctx context.Context, key string, now time.Time, n int, dry bool) (Decision, error) {
 	return decide(ctx, []*Limiter{l}, []string{key}, now, n, dry)
 }
