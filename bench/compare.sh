@@ -56,7 +56,7 @@ else
 	# middlewares with a shorter -benchtime.
 	count=3 benchtime=100ms cpus=2 http_benchtime=50ms
 	keyed_small='^keys=100000$/^order=(random|zipf|random-copies)$/^path=mixed$'
-	big_stores='^(keyed-.*|sethvargo)$' big_orders='random|random-copies'
+	big_stores='^(keyed.*|sethvargo)$' big_orders='random|random-copies'
 	lat_flags=(-g 2 -runs 1 -calls 262144 -nokeyed)
 fi
 BENCHSTAT=golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9c6c9d4da
