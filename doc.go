@@ -1,8 +1,9 @@
 // Package slidelimit is the overview of a module of rate limiters for Go
 // services: exact or approximate sliding windows, one limit or several at
 // once, one limiter or one per key, with lock-free decisions that allocate
-// nothing. This package itself holds only the errors the limiters share
-// ([ErrNeverReady], [ErrDeadline]); the limiters live in the packages below.
+// nothing. This package itself holds only what the limiters share: the errors
+// ([ErrNeverReady], [ErrDeadline]) and [Status], a decision with what remains
+// and when to retry; the limiters live in the packages below.
 //
 // # Which limiter
 //

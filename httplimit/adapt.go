@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/slidelimit/slidelimit"
 	"github.com/slidelimit/slidelimit/multi"
 	"github.com/slidelimit/slidelimit/ring"
 	"github.com/slidelimit/slidelimit/window"
@@ -63,10 +64,15 @@ type single interface {
 }
 
 // statusSingle is a one-rule limiter that decides and reports its quota from
-// one snapshot of its state: *window.Limiter.
+// the state the decision was made on: *window.Limiter and *ring.Limiter.
 type statusSingle interface {
-	DecideStatus(now time.Time, n int) window.Status
+	DecideStatus(now time.Time, n int) slidelimit.Status
 }
+
+var (
+	_ statusSingle = (*window.Limiter)(nil)
+	_ statusSingle = (*ring.Limiter)(nil)
+)
 
 // one adapts a single-rule limiter shared by all keys.
 type one[L single] struct {
@@ -91,7 +97,9 @@ func newOne[L single](l L, ok bool) Limiter {
 
 // Ring adapts one *ring.Limiter shared by every request (the key is ignored).
 // Remaining and Reset are exact: Reset is when every admission counted now
-// has left the window. A nil l gives a Limiter that New rejects.
+// has left the window. With the quota asked for, it decides with
+// DecideStatus, which reads them at the log's state right after the decision.
+// A nil l gives a Limiter that New rejects.
 func Ring(l *ring.Limiter) Limiter { return newOne(l, l != nil) }
 
 // Window adapts one *window.Limiter shared by every request (the key is
@@ -138,11 +146,11 @@ func (o *one[L]) quota(d *Decision, now time.Time) {
 	d.Quota[0] = Quota{Remaining: rem, Reset: resetOf(o.l, now, rem, o.limit)}
 }
 
-// fromStatus fills d, a zero Decision, from a decision of a two-counter
-// window reported with its quota from one snapshot: a refusal with no
-// instant to retry at is Never (the cost exceeds the limit, or does not fit
-// even at the last instant the window tells apart).
-func fromStatus(d *Decision, s window.Status, now time.Time) {
+// fromStatus fills d, a zero Decision, from a decision reported with its
+// quota (DecideStatus): a refusal with no instant to retry at is Never (the
+// cost exceeds the limit, or does not fit even at the last instant the
+// limiter tells apart).
+func fromStatus(d *Decision, s slidelimit.Status, now time.Time) {
 	switch {
 	case s.Admitted:
 		d.Allowed = true

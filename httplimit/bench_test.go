@@ -7,6 +7,7 @@ import (
 
 	"github.com/slidelimit/slidelimit/httplimit"
 	"github.com/slidelimit/slidelimit/keyed"
+	"github.com/slidelimit/slidelimit/ring"
 	"github.com/slidelimit/slidelimit/window"
 )
 
@@ -80,18 +81,45 @@ func BenchmarkRemoteAddr(b *testing.B) {
 // state that other cores keep writing. Run with -cpu 1,2 and compare the
 // two in the same process.
 func BenchmarkSharedWindow(b *testing.B) {
+	benchShared(b, func(limit int, per time.Duration) (*window.Limiter, error) { return window.New(limit, per) },
+		window.MaxLimit, httplimit.Window)
+}
+
+// BenchmarkSharedRing is BenchmarkSharedWindow for Ring, which decides with
+// ring.Limiter.DecideStatus (the quota at the log's state right after the
+// decision).
+func BenchmarkSharedRing(b *testing.B) {
+	benchShared(b, func(limit int, per time.Duration) (*ring.Limiter, error) { return ring.New(limit, per) },
+		1<<20, httplimit.Ring)
+}
+
+// sharedLimiter is what benchShared needs of ring.Limiter and window.Limiter.
+type sharedLimiter interface {
+	Allow() bool
+	AllowN(now time.Time, n int) bool
+	TokensAt(now time.Time) int
+	ReadyAt(now time.Time, n int) (time.Time, bool)
+	Limit() int
+	Window() time.Duration
+}
+
+// benchShared runs the shared-limiter benchmark: on the admit path a limiter
+// admitting admitLimit per 10 ms (never reached), on the refuse path one of
+// limit 1 per hour, used up; each adapted by adapt ("status") and through
+// ByQueries ("queries").
+func benchShared[L sharedLimiter](b *testing.B, newL func(int, time.Duration) (L, error), admitLimit int, adapt func(L) httplimit.Limiter) {
 	for _, path := range []string{"admit", "refuse"} {
 		for _, decide := range []struct {
 			name  string
-			adapt func(*window.Limiter) httplimit.Limiter
-		}{{"status", httplimit.Window}, {"queries", httplimit.WindowByQueries}} {
+			adapt func(L) httplimit.Limiter
+		}{{"status", adapt}, {"queries", func(l L) httplimit.Limiter { return httplimit.ByQueries(l, true) }}} {
 			b.Run("path="+path+"/decide="+decide.name, func(b *testing.B) {
-				limit, per := window.MaxLimit, 10*time.Millisecond // about 10^8 per second: never reached
+				limit, per := admitLimit, 10*time.Millisecond
 				want := http.StatusOK
 				if path == "refuse" {
 					limit, per, want = 1, time.Hour, http.StatusTooManyRequests
 				}
-				l, err := window.New(limit, per)
+				l, err := newL(limit, per)
 				if err != nil {
 					b.Fatal(err)
 				}

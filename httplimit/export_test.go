@@ -1,10 +1,6 @@
 package httplimit
 
-import (
-	"time"
-
-	"github.com/slidelimit/slidelimit/window"
-)
+import "time"
 
 // SetNow replaces the middleware's clock, so tests inject instants.
 func SetNow(m *Middleware, now func() time.Time) { m.now = now }
@@ -34,20 +30,20 @@ func RemoteAddrSlow(s string) (string, error) {
 	return addrKey(a, text, DefaultIPv6Prefix), nil
 }
 
-// WindowByQueries adapts l as Window does, but through a type that hides
+// ByQueries adapts l as Window and Ring do, but through a type that hides
 // DecideStatus: it decides with AllowN and reads the quota with TokensAt and
-// ReadyAt, as the adapters of ring and multi do.
-func WindowByQueries(l *window.Limiter) Limiter { return newOne(queriesOnly{l}, l != nil) }
+// ReadyAt, as the adapter of multi does.
+func ByQueries[L single](l L, ok bool) Limiter { return newOne(queriesOnly[L]{l}, ok) }
 
-type queriesOnly struct{ l *window.Limiter }
+type queriesOnly[L single] struct{ l L }
 
-func (q queriesOnly) AllowN(now time.Time, n int) bool { return q.l.AllowN(now, n) }
-func (q queriesOnly) TokensAt(now time.Time) int       { return q.l.TokensAt(now) }
-func (q queriesOnly) ReadyAt(now time.Time, n int) (time.Time, bool) {
+func (q queriesOnly[L]) AllowN(now time.Time, n int) bool { return q.l.AllowN(now, n) }
+func (q queriesOnly[L]) TokensAt(now time.Time) int       { return q.l.TokensAt(now) }
+func (q queriesOnly[L]) ReadyAt(now time.Time, n int) (time.Time, bool) {
 	return q.l.ReadyAt(now, n)
 }
-func (q queriesOnly) Limit() int            { return q.l.Limit() }
-func (q queriesOnly) Window() time.Duration { return q.l.Window() }
+func (q queriesOnly[L]) Limit() int            { return q.l.Limit() }
+func (q queriesOnly[L]) Window() time.Duration { return q.l.Window() }
 
 // RateLimitValue is the one-rule RateLimit value m sends for rem and reset
 // (whole seconds), from m's cache of values.

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/slidelimit/slidelimit/httplimit"
+	"github.com/slidelimit/slidelimit/ring"
 	"github.com/slidelimit/slidelimit/window"
 )
 
@@ -22,24 +23,42 @@ import (
 // not fit never will: Never, not a Retry-After).
 func TestWindowMatchesQueries(t *testing.T) {
 	const limit, win = 5, time.Second
-	seed := uint64(time.Now().UnixNano())
-	r := rand.New(rand.NewPCG(seed, 5))
 	a, err := window.New(limit, win)
 	require.NoError(t, err)
 	b, err := window.New(limit, win)
 	require.NoError(t, err)
-	got, want := httplimit.Window(a), httplimit.WindowByQueries(b)
+	matchesQueries(t, httplimit.Window(a), httplimit.ByQueries(b, true), limit, win)
+}
+
+// TestRingMatchesQueries: the same for Ring, which decides and reads its
+// quota with ring.Limiter.DecideStatus, at the log's state right after the
+// decision.
+func TestRingMatchesQueries(t *testing.T) {
+	const limit, win = 5, time.Second
+	a, err := ring.New(limit, win)
+	require.NoError(t, err)
+	b, err := ring.New(limit, win)
+	require.NoError(t, err)
+	matchesQueries(t, httplimit.Ring(a), httplimit.ByQueries(b, true), limit, win)
+}
+
+// matchesQueries feeds got and want the same 20,000 random requests and
+// requires equal Decisions.
+func matchesQueries(t *testing.T, got, want httplimit.Limiter, limit int, win time.Duration) {
+	t.Helper()
+	seed := uint64(time.Now().UnixNano())
+	r := rand.New(rand.NewPCG(seed, 5))
 	require.Equal(t, want.Rules(), got.Rules())
 	reasons := map[httplimit.Reason]int{}
 	now := time.Unix(1_700_000_000, 0)
 	for i := range 20_000 {
 		switch {
 		case i == 19_000:
-			now = now.Add(70 * 365 * 24 * time.Hour) // time stops for both limiters
+			now = now.Add(80 * 365 * 24 * time.Hour) // time stops for both limiters
 		case r.IntN(200) == 0:
 			now = now.Add(time.Duration(r.Int64N(int64(3 * win))))
 		default:
-			now = now.Add(time.Duration(r.Int64N(int64(win / (4 * limit)))))
+			now = now.Add(time.Duration(r.Int64N(int64(win / time.Duration(4*limit)))))
 		}
 		at := now
 		if r.IntN(10) == 0 {

@@ -140,6 +140,28 @@ func (l *Limiter) ReadyAt(now time.Time, n int) (at time.Time, ok bool) {
 	return l.base.Ready(now, off, at0, ok)
 }
 
+// DecideStatus is AllowN, and also returns what remains and when n and the
+// whole limit would fit, read at the log's state right after the decision
+// (its head and instant): the answers TokensAt and ReadyAt give, minus the
+// admissions of other goroutines that a second call could see land in
+// between. When such admissions have already overwritten the oldest stamps
+// that state needs (the next admission replaces the oldest one), it reads
+// the live state at the decision's instant instead, whose answers can only
+// be more cautious (less remaining, a later RetryAt and ResetAt) and still
+// agree with the decision. Its edges are AllowN's: n == 0 is
+// admitted and records nothing; n < 0 and n > Limit() are refused with a
+// zero RetryAt (as ReadyAt's false), and then Remaining and ResetAt describe
+// the limiter at now as TokensAt and ReadyAt(now, Limit()) would. It is
+// lock-free and allocates nothing.
+func (l *Limiter) DecideStatus(now time.Time, n int) slidelimit.Status {
+	off := l.base.Offset(now)
+	ok, st := l.log.DecideStatus(off, int64(n))
+	s := slidelimit.Status{Admitted: ok, Remaining: int(st.Remaining)}
+	s.RetryAt, _ = l.base.Ready(now, off, st.Retry, st.RetryOK)
+	s.ResetAt, _ = l.base.Ready(now, off, st.Reset, st.ResetOK)
+	return s
+}
+
 // IdleAt reports whether the limiter carries no information at now: nothing
 // was admitted in the last window before now. An idle limiter decides every
 // call at an instant at or after now exactly as a new limiter would, so it

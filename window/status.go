@@ -3,37 +3,14 @@ package window
 import (
 	"time"
 
+	"github.com/slidelimit/slidelimit"
 	"github.com/slidelimit/slidelimit/internal/twoword"
 )
 
-// Status is one decision of a two-counter window with what a rate-limited
-// service reports beside it (an HTTP 429's Retry-After, the RateLimit
-// fields), all taken from the one snapshot of the window's state the decision
-// was made on, so that they never disagree with the decision. Limiter and
-// keyed.Window return it.
-type Status struct {
-	// Admitted reports whether n was admitted (and recorded).
-	Admitted bool
-	// Remaining is the largest cost that would be admitted at the
-	// decision's instant, after the decision: what TokensAt would have
-	// answered on that snapshot.
-	Remaining int
-	// RetryAt, when n was refused by the window, is the earliest instant,
-	// not before now, at which n would be admitted if nothing else were
-	// admitted meanwhile (what ReadyAt would have answered), or the zero
-	// Time if n can never be admitted (n < 0, n above the limit, or n not
-	// fitting even at the last instant a window can tell apart). It is the
-	// zero Time when n was admitted, and when n was refused for a reason
-	// other than the window (an error of keyed.Window: no room for a new
-	// key, a key not equal to itself).
-	RetryAt time.Time
-	// ResetAt is the earliest instant, not before now, at which the whole
-	// limit would be admitted if nothing else were admitted: now when
-	// Remaining is the limit, and the zero Time when that is not known (a
-	// keyed store with no room for an absent key, or past the last instant
-	// a window can tell apart).
-	ResetAt time.Time
-}
+// Status is the module's [slidelimit.Status]: one decision with what remains
+// and when to retry, from the one snapshot of the window's state the
+// decision was made on. Limiter and keyed.Window return it.
+type Status = slidelimit.Status
 
 // DecideStatus is AllowN, and also returns what remains and when n and the
 // whole limit would fit, read from the snapshot the decision was made on: the

@@ -318,9 +318,99 @@ func (l *Log) AllowN(now int64, n int64) bool {
 	return ok
 }
 
-// allowN is AllowN that also returns, on admission, the index of the first
-// unit claimed and the stamp the units carry (the caller's clamped instant).
-// Tests use both to check every stamp.
+// Status is what one decision saw, read at the decision's own head and
+// instant (DecideStatus): offsets, as the Log's instants are.
+type Status struct {
+	// Remaining is the largest n AllowN would admit at the decision's
+	// instant, right after the decision (TokensAt on that state).
+	Remaining int64
+	// Retry is, for a refused n, the earliest instant it would be admitted
+	// if nothing else were (ReadyAt on that state); RetryOK is false when
+	// it never would be, and for admissions.
+	Retry   int64
+	RetryOK bool
+	// Reset is when the smallest limit would be admitted whole (ReadyAt of
+	// minLimit on that state); ResetOK is false when never.
+	Reset   int64
+	ResetOK bool
+}
+
+// DecideStatus is AllowN, and also returns the Status right after the
+// decision: what remains and when n and the whole limit would fit, with the
+// head where the decision left it, at the instant it was decided at. Other
+// admissions landing after it are not in it, unless the slots it reads were
+// overwritten meanwhile (the next admission replaces the oldest stamp, and
+// about size admissions all of them); then it reads the live state at the
+// decision's instant instead, whose answers can only be more cautious (less
+// remaining, a later retry) and still agree with the decision. For n out of
+// [1, minLimit] it is AllowN's answer with the live state at now.
+func (l *Log) DecideStatus(now int64, n int64) (admitted bool, st Status) {
+	if n < 1 || n > l.minLimit {
+		return n == 0, l.statusNow(now, n, n == 0)
+	}
+	ok, h, t := l.allowN(now, n)
+	if ok {
+		h = l.add(h, uint64(n))
+	}
+	for {
+		if st, valid := l.statusAt(h, t, now, n, ok); valid {
+			return ok, st
+		}
+		// The live state, still judged at the decision's instant: it
+		// holds the decision's stamps and later ones only, so it says
+		// no more remaining and no earlier retry than the decision's
+		// own state, and agrees with the decision.
+		h, _ = l.snapshot()
+	}
+}
+
+// statusAt is the Status with the head at h and the clamped instant t (for an
+// n out of [1, minLimit], no Retry). valid is false when a slot it read may no
+// longer have held the index it was read for.
+func (l *Log) statusAt(h uint64, t, now, n int64, admitted bool) (st Status, valid bool) {
+	if st.Remaining, valid = l.tokens(h, t); !valid {
+		return st, false
+	}
+	if st.Reset, st.ResetOK, valid = l.readyAt(h, t, now, l.minLimit); !valid {
+		return st, false
+	}
+	if !admitted && n >= 1 && n <= l.minLimit {
+		if st.Retry, st.RetryOK, valid = l.readyAt(h, t, now, n); !valid {
+			return st, false
+		}
+	}
+	// Every index read lies in [h-size, h-1]. A slot's lap bit tells its
+	// index from the next lap's (stampAt checks it) but not from the one
+	// two laps later: that needs index h+size claimed, so the head past it.
+	return st, l.index(l.head.Load()) < l.index(h)+l.size
+}
+
+// statusNow is the Status of the live state at now, from one snapshot, for a
+// decision on n that was (or was not) admitted.
+func (l *Log) statusNow(now, n int64, admitted bool) Status {
+	if l.size == 0 {
+		// The zero Log: its whole limit, 0, is there now; nothing else
+		// ever fits.
+		return Status{Reset: now, ResetOK: true}
+	}
+	stampNow := toStamp(now)
+	for {
+		h, last := l.snapshot()
+		if st, valid := l.statusAt(h, max(stampNow, last), now, n, admitted); valid {
+			return st
+		}
+	}
+}
+
+// index is the position of head value h in the sequence of all indices.
+func (l *Log) index(h uint64) uint64 { return (h>>32)*l.size + h&posMask }
+
+// allowN is AllowN that also returns the head index and the stamp of the
+// decision, for 1 <= n <= minLimit: on admission the index of the first unit
+// claimed and the stamp the units carry (the caller's clamped instant); on
+// refusal the head the rules were checked at and the clamped instant they
+// were checked for. Tests use both to check every stamp; DecideStatus reads
+// the decision's status at them. For n out of range both are 0.
 func (l *Log) allowN(now int64, n int64) (admitted bool, first uint64, stamp int64) {
 	if n <= 0 {
 		return n == 0, 0, 0
@@ -357,7 +447,7 @@ func (l *Log) allowN(now int64, n int64) (admitted bool, first uint64, stamp int
 			}
 			t := max(now, int64(pv&valueMask))
 			if s := int64(cv & valueMask); s != 0 && s > t-l.window {
-				return false, 0, 0
+				return false, h, t
 			}
 			if claim.CompareAndSwap(cv, lap|uint64(t)) {
 				l.head.CompareAndSwap(h, l.add(h, 1))
@@ -425,7 +515,7 @@ func (l *Log) allowSlow(now int64, n int64) (admitted bool, first uint64, stamp 
 				if d != nil {
 					batchPool.Put(d) // never published: nobody else saw it
 				}
-				return false, 0, 0
+				return false, h, t
 			}
 		}
 		if n == 1 {
@@ -599,18 +689,24 @@ func (l *Log) TokensAt(now int64) int64 {
 		return 0
 	}
 	now = toStamp(now)
-retry:
-	h, last := l.snapshot()
-	t := max(now, last)
+	for {
+		h, last := l.snapshot()
+		if k, ok := l.tokens(h, max(now, last)); ok {
+			return k
+		}
+	}
+}
+
+// tokens is TokensAt with the head at h and the clamped instant t. ok is
+// false when a slot no longer held the index it was read for.
+func (l *Log) tokens(h uint64, t int64) (k int64, ok bool) {
 	best := l.minLimit
 	for i := range l.rules {
-		k, ok := l.room(h, t, &l.rules[i], best)
-		if !ok {
-			goto retry
+		if best, ok = l.room(h, t, &l.rules[i], best); !ok {
+			return 0, false
 		}
-		best = k
 	}
-	return best
+	return best, true
 }
 
 // room returns the largest k <= bound (bound <= r.Limit) such that rule r
@@ -673,31 +769,39 @@ func (l *Log) ReadyAt(now int64, n int64) (at int64, ok bool) {
 	stampNow := toStamp(now)
 	for {
 		h, last := l.snapshot()
-		need := int64(0)
-		for i := range l.rules {
-			r := &l.rules[i]
-			s, ok := l.stampAt(l.sub(h, uint64(r.Limit-n+1)))
-			if !ok {
-				goto retry
-			}
-			if s > 0 {
-				need = max(need, s+r.Window)
-			}
+		if at, ok, valid := l.readyAt(h, max(stampNow, last), now, n); valid {
+			return at, ok
 		}
-		// AllowN(u, n) decides at max(toStamp(u), last): it admits iff
-		// need is at most that. So it admits now, or from the instant
-		// need on, or never if need is past the last stamp there is.
-		if need <= max(stampNow, last) {
-			return now, true
-		}
-		if need > maxStamp {
-			return 0, false
-		}
-		// need > stampNow, so fromStamp(need) is after now and inside
-		// the range where toStamp is exact: toStamp(at) == need.
-		return fromStamp(need), true
-	retry:
 	}
+}
+
+// readyAt is ReadyAt with the head at h and the clamped instant t, for
+// 1 <= n <= minLimit. valid is false when a slot no longer held the index it
+// was read for.
+func (l *Log) readyAt(h uint64, t, now, n int64) (at int64, ok, valid bool) {
+	need := int64(0)
+	for i := range l.rules {
+		r := &l.rules[i]
+		s, ok := l.stampAt(l.sub(h, uint64(r.Limit-n+1)))
+		if !ok {
+			return 0, false, false
+		}
+		if s > 0 {
+			need = max(need, s+r.Window)
+		}
+	}
+	// AllowN(u, n) decides at max(toStamp(u), last), t for u = now: it
+	// admits iff need is at most that. So it admits now, or from the
+	// instant need on, or never if need is past the last stamp there is.
+	if need <= t {
+		return now, true, true
+	}
+	if need > maxStamp {
+		return 0, false, true
+	}
+	// need > t >= toStamp(now), so fromStamp(need) is after now and inside
+	// the range where toStamp is exact: toStamp(at) == need.
+	return fromStamp(need), true, true
 }
 
 // IdleAt reports whether the log decides, for every instant >= now, exactly

@@ -120,3 +120,67 @@ func TestRefusalWritesNothing(t *testing.T) {
 		}
 	}
 }
+
+// TestDecideStatusSerial replays random serial call sequences (steps
+// backwards, batches, bad n, several rules) through DecideStatus on a Log and
+// through AllowN then TokensAt and ReadyAt at the same instant on Reference:
+// with nothing in between, the Status must be exactly what the queries
+// answer.
+func TestDecideStatusSerial(t *testing.T) {
+	ruleSets := [][]Rule{
+		{{1, 10}}, {{2, 10}}, {{3, 100}}, {{10, 1000}}, {{64, 1 << 20}},
+		{{2, 10}, {5, 100}}, {{3, 50}, {3, 100}, {7, 1000}}, {{1, 5}, {10, 1000}},
+	}
+	for si, rules := range ruleSets {
+		seed := uint64(si)*104729 + 3
+		rng := rand.New(rand.NewPCG(seed, seed))
+		for run := 0; run < 20; run++ {
+			lf, rf := New(rules), NewReference(rules)
+			maxL, maxW, minL := int64(0), int64(0), rules[0].Limit
+			for _, r := range rules {
+				maxL, maxW, minL = max(maxL, r.Limit), max(maxW, r.Window), min(minL, r.Limit)
+			}
+			now := int64(rng.IntN(1000)) - 500
+			switch run % 5 {
+			case 1:
+				now = math.MinInt64
+			case 2:
+				now = math.MaxInt64 - maxW*1000
+			}
+			for step := 0; step < 400; step++ {
+				switch rng.IntN(10) {
+				case 0:
+					now -= int64(rng.IntN(int(maxW)))
+				case 1:
+					now += maxW
+				case 2, 3, 4:
+				default:
+					now += int64(rng.IntN(int(maxW)/max(int(maxL), 1) + 2))
+				}
+				n := int64(1)
+				if rng.IntN(4) == 0 {
+					n = int64(rng.IntN(int(maxL)+3)) - 1
+				}
+				var want Status
+				retry, retryOK := rf.ReadyAt(now, n) // a refusal records nothing
+				admitted := rf.AllowN(now, n)
+				if !admitted {
+					want.Retry, want.RetryOK = retry, retryOK
+				}
+				want.Remaining = rf.TokensAt(now)
+				want.Reset, want.ResetOK = rf.ReadyAt(now, minL)
+				got, st := lf.DecideStatus(now, n)
+				if !want.RetryOK {
+					want.Retry = 0
+				}
+				if !want.ResetOK {
+					want.Reset = 0
+				}
+				if got != admitted || st != want {
+					t.Fatalf("rules %v seed %d run %d step %d: DecideStatus(%d, %d) = %v %+v, the queries say %v %+v",
+						rules, seed, run, step, now, n, got, st, admitted, want)
+				}
+			}
+		}
+	}
+}
