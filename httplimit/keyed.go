@@ -23,6 +23,9 @@ import (
 // the others). Reset is exact for one rule (when the key's whole limit
 // fits again) and, with several rules, twice the rule's window when anything
 // counts against the key: an upper bound for every limiter of this module.
+// With one rule and the quota asked for, a request is one call of k's
+// DecideStatus (one lookup of the key), whose answers for ring and window
+// limiters come from the state the decision was made on.
 //
 // A nil k, or no rules, gives a Limiter that New rejects.
 func Keyed[L keyed.PerKey](k *keyed.Limiter[string, L], rules ...Rule) Limiter {
@@ -53,8 +56,8 @@ type keyedStore interface {
 	ReadyAt(key string, now time.Time, n int) (time.Time, bool)
 }
 
-// statusStore is a keyed store that decides and reports the quota from one
-// snapshot of the key's state: keyed.Window.
+// statusStore is a keyed store that decides and reports the quota with one
+// lookup of the key: keyed.Window and keyed.Limiter.
 type statusStore interface {
 	DecideStatus(key string, now time.Time, n int) (keyed.Status, error)
 }

@@ -3,6 +3,8 @@ package keyed
 import (
 	"runtime"
 	"time"
+
+	"github.com/slidelimit/slidelimit"
 )
 
 // Allow is shorthand for AllowN(key, time.Now(), 1).
@@ -45,6 +47,75 @@ func (k *Limiter[K, L]) AllowN(key K, now time.Time, n int) bool {
 // sweep's instants: two small allocations per sweep).
 func (k *Limiter[K, L]) Decide(key K, now time.Time, n int) (admitted bool, err error) {
 	return k.allowN(key, now, n)
+}
+
+// statusLimiter is a per-key limiter that reports, with each decision, what
+// remains and when to retry from the state the decision was made on:
+// *ring.Limiter and *window.Limiter.
+type statusLimiter interface {
+	DecideStatus(now time.Time, n int) slidelimit.Status
+}
+
+// DecideStatus is Decide, and also returns what remains for the key and when
+// the cost and the whole limit (the most a new limiter admits) would fit,
+// with one lookup of the key. When the key's limiter has a DecideStatus
+// method (ring and window limiters), these are what it reports: read from
+// the state the decision was made on, so another goroutine's admission
+// landing in between does not show in them. Otherwise they are the
+// limiter's TokensAt and ReadyAt asked right after its AllowN. It has
+// Decide's errors and edges, and creates a key only when Decide would. When
+// no decision is made (n outside [1, what a new limiter admits]), Remaining
+// and ResetAt are what TokensAt and ReadyAt(key, now, that most) answer;
+// after ErrBadKey, ErrFull and a failed creation they are zero. It allocates
+// nothing for a key that is present.
+func (k *Limiter[K, L]) DecideStatus(key K, now time.Time, n int) (Status, error) {
+	k.mustBeMade()
+	if !k.validKey(key) {
+		return Status{}, ErrBadKey
+	}
+	if n <= 0 || n > k.maxN {
+		s := Status{Admitted: n == 0, Remaining: k.TokensAt(key, now)}
+		s.ResetAt, _ = k.ReadyAt(key, now, k.maxN)
+		if n == 0 {
+			return s, nil
+		}
+		return s, errNeverReady
+	}
+	for {
+		e, ok := k.keys.load(key)
+		if ok && e.state.Load() == dead {
+			runtime.Gosched() // as in allowN
+			continue
+		}
+		if !ok {
+			var err error
+			if e, err = k.create(key, now); err != nil {
+				return Status{}, err
+			}
+		}
+		// Decided at the floor when now is before it, as AllowN is. Its
+		// RetryAt and ResetAt are then still right for now: after a
+		// decision on n >= 1 something counts at that instant, so both
+		// lie after it.
+		s := k.decideStatus(e.lim, k.clamp(now), n)
+		if e.state.Load() == live || e.settle() {
+			return s, nil
+		}
+	}
+}
+
+// decideStatus decides n at t on lim and reports its Status, from lim's
+// DecideStatus if it has one.
+func (k *Limiter[K, L]) decideStatus(lim L, t time.Time, n int) Status {
+	if sl, ok := any(lim).(statusLimiter); ok {
+		return sl.DecideStatus(t, n)
+	}
+	s := Status{Admitted: lim.AllowN(t, n), Remaining: lim.TokensAt(t)}
+	if !s.Admitted {
+		s.RetryAt, _ = lim.ReadyAt(t, n)
+	}
+	s.ResetAt, _ = lim.ReadyAt(t, k.maxN)
+	return s
 }
 
 // allowN is Decide.

@@ -7,9 +7,9 @@ import (
 	"github.com/slidelimit/slidelimit/window"
 )
 
-// Status is one decision of a Window with what a rate-limited service
-// reports beside it, all taken from the one snapshot of the key's state the
-// decision was made on: window.Limiter's Status, for one key.
+// Status is one decision for a key with what a rate-limited service reports
+// beside it: the module's [slidelimit.Status] (window.Status), as
+// Window.DecideStatus and Limiter.DecideStatus return it.
 type Status = window.Status
 
 // DecideStatus is Decide, and also returns what remains for the key and

@@ -1,0 +1,188 @@
+package keyed_test
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/slidelimit/slidelimit/internal/conformance"
+	"github.com/slidelimit/slidelimit/keyed"
+	"github.com/slidelimit/slidelimit/multi"
+	"github.com/slidelimit/slidelimit/ring"
+	"github.com/slidelimit/slidelimit/window"
+)
+
+// statusStore is a keyed.Limiter of some limiter type, as the status tests
+// drive it.
+type statusStore interface {
+	Decide(key int, now time.Time, n int) (bool, error)
+	DecideStatus(key int, now time.Time, n int) (keyed.Status, error)
+	TokensAt(key int, now time.Time) int
+	ReadyAt(key int, now time.Time, n int) (time.Time, bool)
+	Sweep(now time.Time) int
+}
+
+// TestLimiterDecideStatusMatchesQueries feeds two Limiters the same random
+// calls, one at a time: one decides with DecideStatus, the other with Decide
+// and is then asked TokensAt and ReadyAt at the same instant. Over rings and
+// windows (which report their status with the decision) and exact multi
+// limiters (whose status the Limiter asks for after the decision); with more
+// keys than MaxKeys, sweeps, stale instants, idle gaps and costs of every
+// kind. Every field and every error must be what the queries answer.
+func TestLimiterDecideStatusMatchesQueries(t *testing.T) {
+	const limit, w = 4, time.Second
+	for _, tc := range []struct {
+		name string
+		mk   func() (statusStore, error)
+	}{
+		{"ring", func() (statusStore, error) {
+			return keyed.New[int](func() (*ring.Limiter, error) { return ring.New(limit, w) }, keyed.MaxKeys(4))
+		}},
+		{"window", func() (statusStore, error) {
+			return keyed.New[int](func() (*window.Limiter, error) { return window.New(limit, w) }, keyed.MaxKeys(4))
+		}},
+		{"multi", func() (statusStore, error) {
+			return keyed.New[int](func() (*multi.Limiter, error) {
+				return multi.New(multi.Rule{Limit: limit, Window: w}, multi.Rule{Limit: 3 * limit, Window: 10 * w})
+			}, keyed.MaxKeys(4))
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			seed := rand.Uint64()
+			r := rand.New(rand.NewPCG(seed, 3))
+			a, err := tc.mk()
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := tc.mk()
+			now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+			reasons := map[string]int{}
+			for i := range 20_000 {
+				switch {
+				case r.IntN(300) == 0:
+					now = now.Add(time.Duration(r.Int64N(int64(30 * w)))) // idle gap
+				default:
+					now = now.Add(time.Duration(r.Int64N(int64(w / (2 * limit)))))
+				}
+				if r.IntN(100) == 0 {
+					if ga, gb := a.Sweep(now), b.Sweep(now); ga != gb {
+						t.Fatalf("seed %d, step %d: Sweep = %d and %d", seed, i, ga, gb)
+					}
+				}
+				at := now
+				if r.IntN(10) == 0 {
+					at = now.Add(-time.Duration(r.Int64N(int64(2 * w)))) // stale, and sometimes before the floor
+				}
+				key := r.IntN(7)
+				n := 1 + r.IntN(limit)
+				switch r.IntN(20) {
+				case 0:
+					n = 0
+				case 1:
+					n = -1
+				case 2:
+					n = limit + 1
+				}
+				var want keyed.Status
+				var wantErr error
+				if n < 1 || n > limit {
+					// Nothing decided: the key as the queries see it.
+					want.Admitted, wantErr = b.Decide(key, at, n)
+					want.Remaining = b.TokensAt(key, at)
+					want.ResetAt, _ = b.ReadyAt(key, at, limit)
+				} else {
+					want.Admitted, wantErr = b.Decide(key, at, n)
+					if wantErr == nil {
+						if !want.Admitted {
+							want.RetryAt, _ = b.ReadyAt(key, at, n)
+						}
+						want.Remaining = b.TokensAt(key, at)
+						want.ResetAt, _ = b.ReadyAt(key, at, limit)
+					}
+				}
+				got, gotErr := a.DecideStatus(key, at, n)
+				// Each Limiter's instants carry its own limiters'
+				// monotonic readings: compare the wall clock alone.
+				if !errors.Is(gotErr, wantErr) || got.Admitted != want.Admitted || got.Remaining != want.Remaining ||
+					!got.RetryAt.Round(0).Equal(want.RetryAt.Round(0)) || !got.ResetAt.Round(0).Equal(want.ResetAt.Round(0)) {
+					t.Fatalf("seed %d, step %d: DecideStatus(%d, +%v, %d) = %+v, %v; the queries say %+v, %v",
+						seed, i, key, at.Sub(now), n, got, gotErr, want, wantErr)
+				}
+				switch {
+				case errors.Is(gotErr, keyed.ErrFull):
+					reasons["full"]++
+				case gotErr != nil:
+					reasons["never"]++
+				case got.Admitted:
+					reasons["admitted"]++
+				default:
+					reasons["refused"]++
+				}
+			}
+			for _, why := range []string{"full", "never", "admitted", "refused"} {
+				if reasons[why] == 0 {
+					t.Errorf("no decision %s: the run did not exercise it (%v)", why, reasons)
+				}
+			}
+		})
+	}
+}
+
+// statusRing is a Limiter over rings whose admissions go through
+// DecideStatus, each answer checked against what its caller knows
+// (conformance.StatusProblem), and never admitted with an error. The first
+// inconsistency is kept in bad.
+type statusRing struct {
+	*keyed.Limiter[int, *ring.Limiter]
+	limit int
+	bad   atomic.Pointer[string]
+}
+
+func (l *statusRing) AllowN(key int, now time.Time, n int) bool {
+	s, err := l.DecideStatus(key, now, n)
+	var why string
+	switch {
+	case err != nil:
+		if s.Admitted {
+			why = "admitted with an error"
+		}
+	default:
+		why = conformance.StatusProblem(l.limit, n, now, s.Admitted, s.Remaining, s.RetryAt, s.ResetAt)
+	}
+	if why != "" {
+		msg := fmt.Sprintf("DecideStatus(%d, %v, %d) = %+v, %v: %s", key, now, n, s, err, why)
+		l.bad.CompareAndSwap(nil, &msg)
+	}
+	return s.Admitted
+}
+
+// TestOutsideKeyedRingStatus is TestOutsideKeyedRing with every admission
+// made by DecideStatus (statusRing): the same exact bound per key, with
+// sweeps and a small MaxKeys, and every answer consistent with itself.
+func TestOutsideKeyedRingStatus(t *testing.T) {
+	var mu sync.Mutex
+	var made []*statusRing
+	runOutsideConfigs(t, func(limit int, win time.Duration, opts ...keyed.Option) (outsideStore, error) {
+		k, err := keyed.New[int](func() (*ring.Limiter, error) { return ring.New(limit, win) }, opts...)
+		if err != nil {
+			return nil, err
+		}
+		s := &statusRing{Limiter: k, limit: limit}
+		mu.Lock()
+		made = append(made, s)
+		mu.Unlock()
+		return s, nil
+	}, func(limit int) int { return limit })
+	if len(made) == 0 {
+		t.Fatal("the check made no store")
+	}
+	for _, l := range made {
+		if msg := l.bad.Load(); msg != nil {
+			t.Fatal(*msg)
+		}
+	}
+}
