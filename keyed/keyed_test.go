@@ -554,6 +554,15 @@ func TestZeroAllocs(t *testing.T) {
 	if allocs != 0 {
 		t.Errorf("%v allocs per Allow on a present key, want 0", allocs)
 	}
+	allocs = testing.AllocsPerRun(1000, func() {
+		now = now.Add(time.Millisecond)
+		k.DecideStatus(keys[i%len(keys)], now, 1)
+		k.DecideStatus(keys[i%len(keys)], now, 20) // refused: above the limit
+		i++
+	})
+	if allocs != 0 {
+		t.Errorf("%v allocs per DecideStatus on present keys, want 0", allocs)
+	}
 
 	// Refusing a new key because the Limiter is full allocates nothing either.
 	full, err := keyed.New[string](func() (*ring.Limiter, error) { return ring.New(10, time.Hour) }, keyed.MaxKeys(1))
