@@ -23,8 +23,9 @@ var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // FuzzRing replays a decoded call sequence through ring.Limiter and the naive
 // sliding log (oracle.Log), and requires every AllowN, TokensAt, ReadyAt and IdleAt answer
-// to be equal, and the admitted cost in every window of the run, over any
-// alignment, to be at most the limit.
+// to be equal, every other decision made with DecideStatus to report what the
+// oracle's queries around it answer, and the admitted cost in every window of
+// the run, over any alignment, to be at most the limit.
 func FuzzRing(f *testing.F) {
 	// Seeds: the shapes of the table tests in ring/.
 	f.Add([]byte{2, 5, 0, 0, 0, 0, 0, 0, 0, 0, 8, 0, 9, 0})                  // fill, full, edges at exactly W
@@ -55,8 +56,33 @@ func FuzzRing(f *testing.F) {
 			if g, wantIdle := l.IdleAt(at), o.IdleAt(now); g != wantIdle {
 				t.Fatalf("call %d: IdleAt(%d) = %v, oracle %v", i, now, g, wantIdle)
 			}
-			if g, w := l.AllowN(at, c.n), o.AllowN(now, c.n); g != w {
-				t.Fatalf("call %d: AllowN(%d, %d) = %v, oracle %v (limit %d, window %v)", i, now, c.n, g, w, limit, window)
+			if i%2 == 0 {
+				if g, w := l.AllowN(at, c.n), o.AllowN(now, c.n); g != w {
+					t.Fatalf("call %d: AllowN(%d, %d) = %v, oracle %v (limit %d, window %v)", i, now, c.n, g, w, limit, window)
+				}
+				continue
+			}
+			// Every other call decides with DecideStatus, whose fields
+			// must be the oracle's queries around the same decision.
+			s := l.DecideStatus(at, c.n)
+			w := o.AllowN(now, c.n)
+			wantRetry := time.Duration(-1)
+			if !w && wok && c.n != 0 {
+				wantRetry = time.Duration(wr)
+			}
+			wantReset := time.Duration(-1)
+			if rr, rok := o.ReadyAt(now, limit); rok {
+				wantReset = time.Duration(rr)
+			}
+			since := func(x time.Time) time.Duration {
+				if x.IsZero() {
+					return -1
+				}
+				return x.Sub(epoch)
+			}
+			if s.Admitted != w || s.Remaining != o.TokensAt(now) || since(s.RetryAt) != wantRetry || since(s.ResetAt) != wantReset {
+				t.Fatalf("call %d: DecideStatus(%d, %d) = %+v (retry %v, reset %v); oracle admitted %v, remaining %d, retry %v, reset %v",
+					i, now, c.n, s, since(s.RetryAt), since(s.ResetAt), w, o.TokensAt(now), wantRetry, wantReset)
 			}
 		}
 		if m := oracle.MaxInWindow(o.Stamps(), int64(window)); m > int64(limit) {
