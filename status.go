@@ -6,8 +6,8 @@ import "time"
 // (an HTTP 429's Retry-After, the RateLimit fields), read from the state the
 // decision itself was made on, so that the answers do not disagree with the
 // decision because of another goroutine's admission landing in between.
-// ring.Limiter, window.Limiter and keyed.Window return it from DecideStatus;
-// each says how exactly its answers follow that state.
+// ring.Limiter, window.Limiter, keyed.Window and keyed.Limiter return it
+// from DecideStatus; each says how exactly its answers follow that state.
 type Status struct {
 	// Admitted reports whether n was admitted (and recorded).
 	Admitted bool
@@ -21,8 +21,8 @@ type Status struct {
 	// Time if n can never be admitted (n < 0, n above the limit, or n not
 	// fitting even at the last instant the limiter can tell apart). It is
 	// the zero Time when n was admitted, and when n was refused for a
-	// reason other than the limit (an error of keyed.Window: no room for a
-	// new key, a key not equal to itself).
+	// reason other than the limit (an error of a keyed store: no room for
+	// a new key, a key not equal to itself).
 	RetryAt time.Time
 	// ResetAt is the earliest instant, not before now, at which the whole
 	// limit would be admitted if nothing else were admitted: now when

@@ -148,11 +148,11 @@ func (l *Limiter) ReadyAt(now time.Time, n int) (at time.Time, ok bool) {
 // that state needs (the next admission replaces the oldest one), it reads
 // the live state at the decision's instant instead, whose answers can only
 // be more cautious (less remaining, a later RetryAt and ResetAt) and still
-// agree with the decision. Its edges are AllowN's: n == 0 is
-// admitted and records nothing; n < 0 and n > Limit() are refused with a
-// zero RetryAt (as ReadyAt's false), and then Remaining and ResetAt describe
-// the limiter at now as TokensAt and ReadyAt(now, Limit()) would. It is
-// lock-free and allocates nothing.
+// agree with the decision. Its edges are AllowN's: n == 0 is admitted and
+// records nothing; n < 0 and n > Limit() are refused with a zero RetryAt
+// (as ReadyAt's false), and then Remaining and ResetAt describe the limiter
+// at now as TokensAt and ReadyAt(now, Limit()) would. It is lock-free and
+// allocates nothing.
 func (l *Limiter) DecideStatus(now time.Time, n int) slidelimit.Status {
 	off := l.base.Offset(now)
 	ok, st := l.log.DecideStatus(off, int64(n))
