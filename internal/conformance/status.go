@@ -3,7 +3,7 @@ package conformance
 import "time"
 
 // StatusProblem says what is wrong with one decision reported with its quota
-// (window.Status) by a limiter of the given limit, judged only from what its
+// (slidelimit.Status) by a limiter of the given limit, judged only from what its
 // caller knows: the instant now and cost n it passed, and the answer. An
 // admission leaves at most limit-n and names no RetryAt; a refusal leaves less
 // than n and names a RetryAt after now, or none (n never fits); ResetAt is now
