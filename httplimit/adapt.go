@@ -193,7 +193,8 @@ type many[L ruled] struct {
 	l     L
 	limit int
 	rules []Rule
-	// resetFactor bounds Reset: factor times the rule's window.
+	// resetFactor bounds Reset for a limiter that cannot tell each rule's
+	// reset (multi.Approx): factor times the rule's window.
 	resetFactor int64
 }
 
@@ -209,10 +210,9 @@ func newMany[L ruled](l L, ok bool, factor int64) Limiter {
 }
 
 // Multi adapts one *multi.Limiter shared by every request (the key is
-// ignored). Remaining is exact per rule. Reset is an upper bound: the rule's
-// window when anything counts against the rule (everything admitted up to
-// the decision's instant has left every window one window later), 0
-// otherwise. A nil l gives a Limiter that New rejects.
+// ignored). Remaining and Reset are exact per rule (RemainingAt and
+// ResetsAt, read after the decision): Reset is when every admission the rule
+// counts has left its window. A nil l gives a Limiter that New rejects.
 func Multi(l *multi.Limiter) Limiter { return newMany(l, l != nil, 1) }
 
 // Approx adapts one *multi.Approx shared by every request (the key is
@@ -252,13 +252,30 @@ func (m *many[L]) Check(_ context.Context, _ string, now time.Time, cost int) (D
 }
 
 func (m *many[L]) quota(d *Decision, now time.Time) {
+	// Called on the concrete types, so that the buffers stay on the stack
+	// (through L's methods they would escape: one allocation per request).
 	var buf [MaxRules]int
-	rem := m.l.RemainingAt(now, buf[:0])
+	var rbuf [MaxRules]time.Time
+	var rem []int
+	var resets []time.Time // nil: bounded by resetFactor
+	switch l := any(m.l).(type) {
+	case *multi.Limiter:
+		rem = l.RemainingAt(now, buf[:0])
+		resets = l.ResetsAt(now, rbuf[:0])
+	case *multi.Approx:
+		rem = l.RemainingAt(now, buf[:0])
+	}
 	n := min(len(rem), MaxRules)
 	d.NumQuota = n
 	for i := range n {
 		q := Quota{Remaining: rem[i]}
-		if rem[i] < m.rules[i].Limit {
+		switch {
+		case rem[i] >= m.rules[i].Limit:
+		case i < len(resets):
+			if !resets[i].IsZero() {
+				q.Reset = max(resets[i].Sub(now), 0)
+			}
+		default:
 			q.Reset = scaled(m.rules[i].Window, m.resetFactor)
 		}
 		d.Quota[i] = q

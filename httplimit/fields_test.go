@@ -1,6 +1,7 @@
 package httplimit_test
 
 import (
+	"context"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
@@ -141,6 +142,27 @@ func TestFieldsSeveralRules(t *testing.T) {
 		{"burst", map[string]int64{"r": 0, "t": 1}},
 		{"minute", map[string]int64{"r": 3, "t": 60}},
 	}, parseList(t, w.Header().Values("RateLimit")))
+}
+
+// Multi's Reset is exact per rule: when every admission the rule counts has
+// left its window, not the rule's whole window.
+func TestMultiResetExact(t *testing.T) {
+	m, err := multi.New(multi.Rule{Limit: 2, Window: time.Second}, multi.Rule{Limit: 5, Window: time.Minute})
+	require.NoError(t, err)
+	l := httplimit.Multi(m)
+	ctx := context.Background()
+	for _, dt := range []time.Duration{0, 100 * time.Millisecond} {
+		d, err := l.Decide(ctx, "", t0.Add(dt), 1)
+		require.NoError(t, err)
+		require.True(t, d.Allowed)
+	}
+	d, err := l.(httplimit.Checker).Check(ctx, "", t0.Add(30*time.Second), 1)
+	require.NoError(t, err)
+	require.True(t, d.Allowed)
+	require.Equal(t, 2, d.NumQuota)
+	assert.Equal(t, httplimit.Quota{Remaining: 2}, d.Quota[0], "the burst rule counts nothing 30 s later")
+	assert.Equal(t, httplimit.Quota{Remaining: 3, Reset: 30*time.Second + 100*time.Millisecond}, d.Quota[1],
+		"the minute rule is whole again 60 s after its latest admission")
 }
 
 // Long policy names make a RateLimit value past the sizes packed in one

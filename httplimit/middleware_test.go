@@ -14,6 +14,7 @@ import (
 
 	"github.com/slidelimit/slidelimit/httplimit"
 	"github.com/slidelimit/slidelimit/keyed"
+	"github.com/slidelimit/slidelimit/multi"
 	"github.com/slidelimit/slidelimit/ring"
 )
 
@@ -267,6 +268,15 @@ func TestAllocations(t *testing.T) {
 		{"refusals, fields off", httplimit.Ring(mustRing(t, 1, time.Hour)), httplimit.FieldsOff, 0},
 		{"refusals, fields on", httplimit.Ring(mustRing(t, 1, time.Hour)), httplimit.FieldsAlways, 0},
 		{"keyed window refusals, fields on", httplimit.KeyedWindow(mustKeyedWindow(t, 1, time.Hour)), httplimit.FieldsAlways, 0},
+		// A multi limiter's quota (RemainingAt, ResetsAt) is read into
+		// buffers on the stack: refusals allocate nothing, with one rule
+		// and the fields on (a repeated value) or with two and them off.
+		{"multi, fields off", httplimit.Multi(mustMulti(t, multi.Rule{Limit: 1_000_000, Window: time.Hour})), httplimit.FieldsOff, 0},
+		{"multi refusals, fields on", httplimit.Multi(mustMulti(t, multi.Rule{Limit: 1, Window: time.Hour})), httplimit.FieldsAlways, 0},
+		{"multi refusals, two rules, fields off", httplimit.Multi(mustMulti(t, multi.Rule{Limit: 1, Window: time.Hour},
+			multi.Rule{Limit: 5, Window: 24 * time.Hour})), httplimit.FieldsOff, 0},
+		{"approx refusals, two rules, fields off", httplimit.Approx(mustApprox(t, multi.Rule{Limit: 1, Window: time.Hour},
+			multi.Rule{Limit: 5, Window: 24 * time.Hour})), httplimit.FieldsOff, 0},
 	} {
 		m, err := httplimit.New(tt.l, httplimit.SendFields(tt.fields))
 		require.NoError(t, err)
@@ -316,4 +326,18 @@ func TestNumQuotaOutOfRange(t *testing.T) {
 			assert.Len(t, items, min(max(n, 0), len(two)), "NumQuota %d, allowed %v", n, allowed)
 		}
 	}
+}
+
+func mustMulti(t *testing.T, rules ...multi.Rule) *multi.Limiter {
+	t.Helper()
+	l, err := multi.New(rules...)
+	require.NoError(t, err)
+	return l
+}
+
+func mustApprox(t *testing.T, rules ...multi.Rule) *multi.Approx {
+	t.Helper()
+	l, err := multi.NewApprox(rules...)
+	require.NoError(t, err)
+	return l
 }

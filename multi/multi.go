@@ -128,6 +128,23 @@ func (l *Limiter) RemainingAt(now time.Time, dst []int) []int {
 	return l.log.RemainingAt(l.base.Offset(now), dst)
 }
 
+// ResetsAt appends to dst, for each rule in the order given to New, the
+// earliest instant, not before now, at which that rule alone would admit its
+// whole limit if nothing else were admitted: now itself when nothing it
+// counts is left at now, else its window after the latest admission; the
+// zero Time past the last instant the limiter tells apart. It returns the
+// extended slice: with RemainingAt, what the RateLimit field reports per
+// policy. All values come from one snapshot of the log. With room in dst it
+// allocates nothing.
+func (l *Limiter) ResetsAt(now time.Time, dst []time.Time) []time.Time {
+	off := l.base.Offset(now)
+	l.log.ResetsAt(off, func(at int64, ok bool) {
+		t, _ := l.base.Ready(now, off, at, ok)
+		dst = append(dst, t)
+	})
+	return dst
+}
+
 // Allow is shorthand for AllowN(time.Now(), 1), reading only the monotonic
 // clock.
 func (l *Limiter) Allow() bool {

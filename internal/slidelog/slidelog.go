@@ -754,6 +754,36 @@ retry:
 	return dst
 }
 
+// ResetsAt calls f, for each rule in order, with the earliest instant >= now
+// at which that rule alone would admit its whole limit if nothing else were
+// admitted: now itself when nothing it counts is left at now (AllowN decides
+// at max(now, the latest stamp)), else its window after the latest stamp;
+// ok is false past the last stamp there is. All come from one snapshot.
+func (l *Log) ResetsAt(now int64, f func(at int64, ok bool)) {
+	if l.size == 0 {
+		for range l.rules {
+			f(now, true)
+		}
+		return
+	}
+	_, last := l.snapshot()
+	t := max(toStamp(now), last)
+	for i := range l.rules {
+		// The whole limit L of a rule fits iff the stamp L places back
+		// from the last index it would take is outside the window: the
+		// stamp at index h-1, the latest.
+		need := last + l.rules[i].Window
+		switch {
+		case last == 0 || need <= t:
+			f(now, true)
+		case need > maxStamp:
+			f(0, false)
+		default:
+			f(fromStamp(need), true)
+		}
+	}
+}
+
 // ReadyAt returns the earliest instant >= now at which n would be admitted if
 // nothing else is; ok is false if n can never be admitted: n < 0, n above the
 // smallest limit, or a window that stays full at the latest stamp there is
