@@ -1,6 +1,15 @@
 package conformance
 
-import "time"
+import (
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/slidelimit/slidelimit"
+)
 
 // StatusProblem says what is wrong with one decision reported with its quota
 // (slidelimit.Status) by a limiter of the given limit, judged only from what its
@@ -24,4 +33,121 @@ func StatusProblem(limit, n int, now time.Time, admitted bool, remaining int, re
 		return "ResetAt not now exactly when the whole limit remains"
 	}
 	return ""
+}
+
+// StatusLimiter is a one-rule limiter that decides with its status:
+// ring.Limiter and window.Limiter.
+type StatusLimiter interface {
+	Limiter
+	DecideStatus(now time.Time, n int) slidelimit.Status
+	Limit() int
+	Window() time.Duration
+}
+
+// StatusMatchesQueries feeds a and b, two new limiters of one configuration,
+// the same random calls, one at a time: a decides with DecideStatus, b with
+// AllowN and is then asked TokensAt and ReadyAt at the same instant. Costs
+// of every kind (zero, negative, above the limit), stale instants, idle
+// gaps, and from the 18,000th call on instants far past the last one the
+// limiters tell apart (far must be that far from t0). With nothing in
+// between, every field must be what the queries answer.
+func StatusMatchesQueries(t *testing.T, a, b StatusLimiter, t0 time.Time, far time.Duration) {
+	t.Helper()
+	limit, w := a.Limit(), a.Window()
+	seed := rand.Uint64()
+	r := rand.New(rand.NewPCG(seed, 11))
+	now := t0
+	step := max(int64(w)/int64(4*limit), 1)
+	for i := range 20_000 {
+		switch {
+		case i == 18_000:
+			now = now.Add(far) // time stops for the limiters from here on
+		case r.IntN(200) == 0:
+			now = now.Add(time.Duration(r.Int64N(int64(3 * w)))) // an idle gap
+		default:
+			now = now.Add(time.Duration(r.Int64N(step)))
+		}
+		at := now
+		if r.IntN(10) == 0 {
+			at = now.Add(-time.Duration(r.Int64N(int64(2 * w)))) // stale
+		}
+		n := 1 + r.IntN(min(limit, 4))
+		switch r.IntN(20) {
+		case 0:
+			n = 0
+		case 1:
+			n = -1 - r.IntN(3)
+		case 2:
+			n = limit + 1 + r.IntN(3)
+		}
+		wantRetry, ready := b.ReadyAt(at, n) // a refusal records nothing
+		want := slidelimit.Status{Admitted: b.AllowN(at, n), Remaining: b.TokensAt(at)}
+		if !want.Admitted && n != 0 && ready {
+			want.RetryAt = wantRetry
+		}
+		want.ResetAt, _ = b.ReadyAt(at, limit)
+		got := a.DecideStatus(at, n)
+		// Each limiter's instants carry the monotonic reading of its own
+		// New: compare the wall clock alone.
+		if got.Admitted != want.Admitted || got.Remaining != want.Remaining ||
+			!got.RetryAt.Round(0).Equal(want.RetryAt.Round(0)) || !got.ResetAt.Round(0).Equal(want.ResetAt.Round(0)) {
+			t.Fatalf("seed %d, call %d: DecideStatus(t0+%v, %d) = %+v, the queries say %+v", seed, i, at.Sub(t0), n, got, want)
+		}
+	}
+}
+
+// StatusChecked is a limiter whose admissions go through DecideStatus, each
+// answer checked with StatusProblem, for RunOutside: the bound must hold, and
+// every answer be consistent with itself although other goroutines admit at
+// the same time.
+type StatusChecked struct {
+	StatusLimiter
+	bad atomic.Pointer[string]
+}
+
+// AllowN decides with DecideStatus and keeps the first inconsistent answer.
+func (l *StatusChecked) AllowN(now time.Time, n int) bool {
+	s := l.DecideStatus(now, n)
+	if why := StatusProblem(l.Limit(), n, now, s.Admitted, s.Remaining, s.RetryAt, s.ResetAt); why != "" {
+		msg := fmt.Sprintf("DecideStatus(%v, %d) = %+v: %s", now, n, s, why)
+		l.bad.CompareAndSwap(nil, &msg)
+	}
+	return s.Admitted
+}
+
+// Problem is the first inconsistent answer, or "".
+func (l *StatusChecked) Problem() string {
+	if p := l.bad.Load(); p != nil {
+		return *p
+	}
+	return ""
+}
+
+// RunOutsideStatus runs RunOutside on opts with every limiter wrapped in
+// StatusChecked (newStatus makes them), and fails on the first inconsistent
+// answer of any of them.
+func RunOutsideStatus(t *testing.T, opts Options, newStatus func(limit int, window time.Duration) (StatusLimiter, error)) {
+	t.Helper()
+	var mu sync.Mutex
+	var made []*StatusChecked
+	opts.New = func(limit int, window time.Duration) (Limiter, error) {
+		l, err := newStatus(limit, window)
+		if err != nil {
+			return nil, err
+		}
+		s := &StatusChecked{StatusLimiter: l}
+		mu.Lock()
+		made = append(made, s)
+		mu.Unlock()
+		return s, nil
+	}
+	RunOutside(t, opts)
+	if len(made) == 0 {
+		t.Fatal("the check made no limiter")
+	}
+	for _, l := range made {
+		if p := l.Problem(); p != "" {
+			t.Error(p)
+		}
+	}
 }
