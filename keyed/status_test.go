@@ -132,17 +132,22 @@ func TestLimiterDecideStatusMatchesQueries(t *testing.T) {
 	}
 }
 
-// statusRing is a Limiter over rings whose admissions go through
-// DecideStatus, each answer checked against what its caller knows
-// (conformance.StatusProblem), and never admitted with an error. The first
-// inconsistency is kept in bad.
-type statusRing struct {
-	*keyed.Limiter[int, *ring.Limiter]
+// statusDecider is a keyed store with DecideStatus: a Limiter or a Window.
+type statusDecider interface {
+	outsideStore
+	DecideStatus(key int, now time.Time, n int) (keyed.Status, error)
+}
+
+// statusChecked is a store whose admissions go through DecideStatus, each
+// answer checked against what its caller knows (conformance.StatusProblem),
+// and never admitted with an error. The first inconsistency is kept in bad.
+type statusChecked struct {
+	statusDecider
 	limit int
 	bad   atomic.Pointer[string]
 }
 
-func (l *statusRing) AllowN(key int, now time.Time, n int) bool {
+func (l *statusChecked) AllowN(key int, now time.Time, n int) bool {
 	s, err := l.DecideStatus(key, now, n)
 	var why string
 	switch {
@@ -160,23 +165,24 @@ func (l *statusRing) AllowN(key int, now time.Time, n int) bool {
 	return s.Admitted
 }
 
-// TestOutsideKeyedRingStatus is TestOutsideKeyedRing with every admission
-// made by DecideStatus (statusRing): the same exact bound per key, with
-// sweeps and a small MaxKeys, and every answer consistent with itself.
-func TestOutsideKeyedRingStatus(t *testing.T) {
+// runOutsideStatus runs runOutsideConfigs on stores made by mk with every
+// admission made by DecideStatus (statusChecked), and fails on the first
+// inconsistent answer.
+func runOutsideStatus(t *testing.T, mk func(limit int, w time.Duration, opts ...keyed.Option) (statusDecider, error), bound func(limit int) int) {
+	t.Helper()
 	var mu sync.Mutex
-	var made []*statusRing
+	var made []*statusChecked
 	runOutsideConfigs(t, func(limit int, win time.Duration, opts ...keyed.Option) (outsideStore, error) {
-		k, err := keyed.New[int](func() (*ring.Limiter, error) { return ring.New(limit, win) }, opts...)
+		d, err := mk(limit, win, opts...)
 		if err != nil {
 			return nil, err
 		}
-		s := &statusRing{Limiter: k, limit: limit}
+		s := &statusChecked{statusDecider: d, limit: limit}
 		mu.Lock()
 		made = append(made, s)
 		mu.Unlock()
 		return s, nil
-	}, func(limit int) int { return limit })
+	}, bound)
 	if len(made) == 0 {
 		t.Fatal("the check made no store")
 	}
@@ -185,4 +191,13 @@ func TestOutsideKeyedRingStatus(t *testing.T) {
 			t.Fatal(*msg)
 		}
 	}
+}
+
+// TestOutsideKeyedRingStatus is TestOutsideKeyedRing with every admission
+// made by DecideStatus (statusChecked): the same exact bound per key, with
+// sweeps and a small MaxKeys, and every answer consistent with itself.
+func TestOutsideKeyedRingStatus(t *testing.T) {
+	runOutsideStatus(t, func(limit int, win time.Duration, opts ...keyed.Option) (statusDecider, error) {
+		return keyed.New[int](func() (*ring.Limiter, error) { return ring.New(limit, win) }, opts...)
+	}, func(limit int) int { return limit })
 }

@@ -75,54 +75,13 @@ func TestOutsideKeyedWindow(t *testing.T) {
 	runOutsideConfigs(t, newOutsideWindow, func(limit int) int { return 2*limit - 1 })
 }
 
-// statusWindow is a Window whose admissions go through DecideStatus, each
-// answer checked against what its caller knows (conformance.StatusProblem),
-// and never admitted with an error. The first inconsistency is kept in bad.
-type statusWindow struct {
-	*keyed.Window[int]
-	bad atomic.Pointer[string]
-}
-
-func (w *statusWindow) AllowN(key int, now time.Time, n int) bool {
-	s, err := w.DecideStatus(key, now, n)
-	var why string
-	switch {
-	case err != nil:
-		if s.Admitted {
-			why = "admitted with an error"
-		}
-	default:
-		why = conformance.StatusProblem(w.Limit(), n, now, s.Admitted, s.Remaining, s.RetryAt, s.ResetAt)
-	}
-	if why != "" {
-		msg := fmt.Sprintf("DecideStatus(%d, %v, %d) = %+v, %v: %s", key, now, n, s, err, why)
-		w.bad.CompareAndSwap(nil, &msg)
-	}
-	return s.Admitted
-}
-
 // TestOutsideKeyedWindowStatus is TestOutsideKeyedWindow with every
-// admission made by DecideStatus (statusWindow): the same bound, and every
+// admission made by DecideStatus (statusChecked): the same bound, and every
 // answer consistent with itself.
 func TestOutsideKeyedWindowStatus(t *testing.T) {
-	var mu sync.Mutex
-	var made []*statusWindow
-	runOutsideConfigs(t, func(limit int, win time.Duration, opts ...keyed.Option) (outsideStore, error) {
-		w, err := keyed.NewWindow[int](limit, win, opts...)
-		if err != nil {
-			return nil, err
-		}
-		sw := &statusWindow{Window: w}
-		mu.Lock()
-		made = append(made, sw)
-		mu.Unlock()
-		return sw, nil
+	runOutsideStatus(t, func(limit int, win time.Duration, opts ...keyed.Option) (statusDecider, error) {
+		return keyed.NewWindow[int](limit, win, opts...)
 	}, func(limit int) int { return 2*limit - 1 })
-	for _, w := range made {
-		if msg := w.bad.Load(); msg != nil {
-			t.Fatal(*msg)
-		}
-	}
 }
 
 // TestWindowMatchesLimiter feeds a Window and a Limiter over window.Limiter
