@@ -51,18 +51,8 @@ func need(t testing.TB, prog string) string {
 	return p
 }
 
-// freePort returns a loopback port that was free a moment ago, and whose
+// findPort returns a loopback port that was free a moment ago, and whose
 // cluster bus port (port+10000) was free too when bus is set.
-func freePort(t testing.TB, bus bool) int {
-	t.Helper()
-	p, err := findPort(bus)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
-// findPort is freePort's search.
 func findPort(bus bool) (int, error) {
 	for range 50 {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -93,18 +83,12 @@ func Start(t testing.TB, extra ...string) *Server {
 
 func start(t testing.TB, cluster bool, extra ...string) *Server {
 	t.Helper()
-	bin := need(t, "redis-server")
-	var last error
-	for range 5 {
-		s := &Server{t: t, Port: freePort(t, cluster), dir: t.TempDir()}
-		s.setArgs(bin, cluster, extra)
-		if last = s.launch(); last == nil {
-			t.Cleanup(s.Stop)
-			return s
-		}
+	s, err := launchNew(t, need(t, "redis-server"), cluster, extra)
+	if err != nil {
+		t.Fatal(err)
 	}
-	t.Fatalf("redistest: redis-server did not start: %v", last)
-	return nil
+	t.Cleanup(s.Stop)
+	return s
 }
 
 // StartOutsideTest starts a standalone redis-server for code that has no
@@ -118,22 +102,34 @@ func StartOutsideTest(extra ...string) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	return launchNew(nil, bin, false, extra)
+}
+
+// launchNew starts a server, trying up to five free ports (a port found free
+// may be taken before the server binds it), in t's temporary directory, or,
+// with a nil t, in one of its own that Close removes.
+func launchNew(t testing.TB, bin string, cluster bool, extra []string) (*Server, error) {
 	var last error
 	for range 5 {
-		port, err := findPort(false)
+		port, err := findPort(cluster)
 		if err != nil {
 			return nil, err
 		}
-		dir, err := os.MkdirTemp("", "redistest-")
-		if err != nil {
+		s := &Server{t: t, Port: port}
+		if t != nil {
+			s.dir = t.TempDir()
+		} else if s.dir, err = os.MkdirTemp("", "redistest-"); err != nil {
 			return nil, err
+		} else {
+			s.owned = true
 		}
-		s := &Server{Port: port, dir: dir, owned: true}
-		s.setArgs(bin, false, extra)
+		s.setArgs(bin, cluster, extra)
 		if last = s.launch(); last == nil {
 			return s, nil
 		}
-		_ = os.RemoveAll(dir)
+		if s.owned {
+			_ = os.RemoveAll(s.dir)
+		}
 	}
 	return nil, fmt.Errorf("redistest: redis-server did not start: %w", last)
 }
