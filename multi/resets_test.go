@@ -1,7 +1,11 @@
 package multi
 
 import (
+	"fmt"
 	"math/rand/v2"
+	"runtime"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -74,5 +78,81 @@ func TestResetsAtZeroAllocs(t *testing.T) {
 	var buf [2]time.Time
 	if a := testing.AllocsPerRun(1000, func() { _ = m.ResetsAt(now, buf[:0]) }); a != 0 {
 		t.Errorf("%v allocs per ResetsAt, want 0", a)
+	}
+}
+
+// TestOutsideResetsAt checks ResetsAt from the callers' side while other
+// goroutines admit, on a shared increasing clock. A reader knows only lo, the
+// latest instant of an admission that returned before it asked (the latest
+// stamp is at least lo), and hi, the clock after its call returned (no stamp
+// is later): for each rule, the answer must be the query's instant itself,
+// which needs lo+W <= that instant, or after it and within [lo+W, hi+W].
+func TestOutsideResetsAt(t *testing.T) {
+	rules := []Rule{{Limit: 5, Window: 100}, {Limit: 50, Window: 10_000}}
+	m, err := New(rules...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	var clock, lastDone atomic.Int64
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Go(func() {
+			r := rand.New(rand.NewPCG(uint64(g), 1))
+			for !stop.Load() {
+				c := clock.Add(1 + r.Int64N(20))
+				if m.AllowN(t0.Add(time.Duration(c)), 1+r.IntN(2)) {
+					for {
+						d := lastDone.Load()
+						if c <= d || lastDone.CompareAndSwap(d, c) {
+							break
+						}
+					}
+				}
+			}
+		})
+	}
+	var bad atomic.Pointer[string]
+	checked, now := atomic.Int64{}, atomic.Int64{}
+	for g := range 2 {
+		wg.Go(func() {
+			r := rand.New(rand.NewPCG(uint64(g), 2))
+			var got []time.Time
+			for range 20_000 {
+				lo := lastDone.Load()
+				q := clock.Load() + r.Int64N(2000) // sometimes past every window
+				got = m.ResetsAt(t0.Add(time.Duration(q)), got[:0])
+				hi := clock.Load()
+				for i, rl := range rules {
+					w := int64(rl.Window)
+					at := int64(got[i].Sub(t0))
+					switch {
+					case at == q:
+						if lo > 0 && lo+w > q {
+							msg := fmt.Sprintf("rule %d: ResetsAt(%d) = now, but an admission at %d still counts", i, q, lo)
+							bad.CompareAndSwap(nil, &msg)
+						}
+						now.Add(1)
+					case at < q || at > hi+w || (lo > 0 && at < lo+w):
+						msg := fmt.Sprintf("rule %d: ResetsAt(%d) = %d, outside [%d, %d] (latest admission in [%d, %d])", i, q, at, lo+w, hi+w, lo, hi)
+						bad.CompareAndSwap(nil, &msg)
+					}
+				}
+				checked.Add(1)
+			}
+		})
+	}
+	// The readers finish first; then the admitters stop.
+	for checked.Load() < 40_000 && bad.Load() == nil {
+		runtime.Gosched()
+	}
+	stop.Store(true)
+	wg.Wait()
+	if msg := bad.Load(); msg != nil {
+		t.Fatal(*msg)
+	}
+	if now.Load() == 0 || now.Load() == 2*checked.Load() {
+		t.Fatalf("%d of %d answers were the query's instant: the run did not exercise both cases", now.Load(), 2*checked.Load())
 	}
 }
