@@ -6,8 +6,10 @@ import "time"
 // (an HTTP 429's Retry-After, the RateLimit fields), read from the state the
 // decision itself was made on, so that the answers do not disagree with the
 // decision because of another goroutine's admission landing in between.
-// ring.Limiter, window.Limiter, keyed.Window and keyed.Limiter return it
-// from DecideStatus; each says how exactly its answers follow that state.
+// ring.Limiter, window.Limiter, multi.Limiter, multi.Approx, keyed.Window and
+// keyed.Limiter return it from DecideStatus (the multi limiters also one per
+// rule from DecideRules); each says how exactly its answers follow that
+// state.
 type Status struct {
 	// Admitted reports whether n was admitted (and recorded).
 	Admitted bool

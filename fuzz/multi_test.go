@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slidelimit/slidelimit"
 	"github.com/slidelimit/slidelimit/internal/oracle"
 	"github.com/slidelimit/slidelimit/multi"
 )
@@ -13,9 +14,11 @@ import (
 // The multi targets decode a rule set from the first bytes and a call
 // sequence from the rest, and replay it through the limiter and through the
 // model of internal/oracle it promises (the exact log for multi.New, the
-// two-counter estimate for multi.NewApprox), all-or-nothing over the rules. Before each call they compare TokensAt, RemainingAt (per rule),
-// ReadyAt and IdleAt; at the end they check every rule's bound over windows
-// of every alignment.
+// two-counter estimate for multi.NewApprox), all-or-nothing over the rules.
+// Before each call they compare TokensAt, RemainingAt (per rule), ReadyAt and
+// IdleAt; every other call decides with DecideRules, whose answer is checked
+// too (checkDecideRules); at the end they check every rule's bound over
+// windows of every alignment.
 
 // multiWindows are the windows a decoded rule may get (nanoseconds): tiny,
 // coprime and nested ones, so that windows of several rules interleave.
@@ -74,6 +77,8 @@ func replayMulti(t *testing.T, rules []multi.Rule, data []byte, l multiUnderTest
 	t0 := time.Now()
 	var now int64
 	var buf []int
+	var whole slidelimit.Status
+	var each []slidelimit.Status
 	for i, o := range decodeOps(data, rules[0].Window, maxLimit) {
 		now += int64(o.dt)
 		at := t0.Add(time.Duration(now))
@@ -95,8 +100,65 @@ func replayMulti(t *testing.T, rules []multi.Rule, data []byte, l multiUnderTest
 		if got, w := l.IdleAt(at), ref.IdleAt(now); got != w {
 			t.Fatalf("rules %v call %d: IdleAt(%d) = %v, reference %v", rules, i, now, got, w)
 		}
+		if d, ok := l.(multiDecider); ok && i%2 == 1 {
+			whole, each = d.DecideRules(at, o.n, each[:0])
+			checkDecideRules(t, rules, i, t0, now, o.n, whole, each, ref, wa, wok)
+			continue
+		}
 		if got, w := l.AllowN(at, o.n), ref.AllowN(now, o.n); got != w {
 			t.Fatalf("rules %v call %d: AllowN(%d, %d) = %v, reference %v", rules, i, now, o.n, got, w)
+		}
+	}
+}
+
+// multiDecider is the decision with its status, which both flavours have:
+// replayMulti decides every other call with it.
+type multiDecider interface {
+	DecideRules(now time.Time, n int, rules []slidelimit.Status) (slidelimit.Status, []slidelimit.Status)
+}
+
+// checkDecideRules checks one answer of DecideRules at now (t0+now) for n
+// against the reference, which it makes decide the same call: the decision,
+// the whole Remaining and each rule's (the reference's RemainingAt after the
+// decision), RetryAt (the reference's ReadyAt before it, retry and retryOK,
+// for a refused n in range) and ResetAt (the reference's ReadyAt of the
+// smallest limit after it).
+func checkDecideRules(t *testing.T, rules []multi.Rule, i int, t0 time.Time, now int64, n int, whole slidelimit.Status, each []slidelimit.Status, ref oracle.Model, retry int64, retryOK bool) {
+	t.Helper()
+	minLimit := rules[0].Limit
+	for _, r := range rules {
+		minLimit = min(minLimit, r.Limit)
+	}
+	offset := func(at time.Time) string { // a reported instant, as the reference writes it
+		if at.IsZero() {
+			return "never"
+		}
+		return fmt.Sprint(int64(at.Sub(t0)))
+	}
+	ready := func(at int64, ok bool) string {
+		if !ok {
+			return "never"
+		}
+		return fmt.Sprint(at)
+	}
+	admitted := ref.AllowN(now, n)
+	after := ref.RemainingAt(now)
+	wantRetry := "never"
+	if !admitted && n >= 1 && n <= minLimit {
+		wantRetry = ready(retry, retryOK)
+	}
+	wantReset := ready(ref.ReadyAt(now, minLimit))
+	switch {
+	case whole.Admitted != admitted:
+		t.Fatalf("rules %v call %d: DecideRules(%d, %d) admitted %v, reference %v", rules, i, now, n, whole.Admitted, admitted)
+	case whole.Remaining != slices.Min(after) || len(each) != len(after):
+		t.Fatalf("rules %v call %d: DecideRules(%d, %d) = %+v, %+v; the reference has %v remaining", rules, i, now, n, whole, each, after)
+	case offset(whole.RetryAt) != wantRetry || offset(whole.ResetAt) != wantReset:
+		t.Fatalf("rules %v call %d: DecideRules(%d, %d): RetryAt %s, ResetAt %s; reference %s, %s", rules, i, now, n, offset(whole.RetryAt), offset(whole.ResetAt), wantRetry, wantReset)
+	}
+	for k, s := range each {
+		if s.Remaining != after[k] || s.Admitted != admitted {
+			t.Fatalf("rules %v call %d: DecideRules(%d, %d): rule %d's status %+v; reference %v remaining", rules, i, now, n, k, s, after)
 		}
 	}
 }

@@ -123,7 +123,7 @@ func (a *Approx) Allow() bool {
 	if a.minLimit == 0 { // the zero Approx
 		return false
 	}
-	return a.allowN(a.base.Now(), 1)
+	return a.allowN(a.base.Now(), 1, nil)
 }
 
 // AllowN reports whether n units of cost are admitted at instant now, and if
@@ -139,14 +139,17 @@ func (a *Approx) AllowN(now time.Time, n int) bool {
 	if n > a.minLimit { // also the zero Approx: minLimit 0
 		return false
 	}
-	return a.allowN(a.base.Offset(now), int64(n))
+	return a.allowN(a.base.Offset(now), int64(n), nil)
 }
 
 // stackRules is how many rules' next counters allowN keeps on the stack
 // between deciding and writing; with more rules it reads them twice.
 const stackRules = 8
 
-func (a *Approx) allowN(off, n int64) bool {
+// allowN decides n at the offset off. When seen is not nil (len(a.rules)
+// long), it also fills seen with every rule's view of the state the
+// decision leaves: the snapshot it was refused on, or the one it installed.
+func (a *Approx) allowN(off, n int64, seen []ruleView) bool {
 	off = twocount.Clamp(off)
 	var (
 		mine    []atomic.Uint64 // scratch slot, once the call looks admissible
@@ -163,9 +166,14 @@ func (a *Approx) allowN(off, n int64) bool {
 			start, pc := int64(s[ruleW+2*i].Load()), s[ruleW+2*i+1].Load()
 			t := max(off, start)
 			ws, p, c, _ := a.rules[i].Step(start, int64(pc>>32), int64(pc&lowMask), t)
+			if seen != nil {
+				seen[i] = ruleView{t: t, ws: ws, p: p, c: c}
+			}
 			if !a.rules[i].Fits(p, c, t-ws, n) {
 				ok = false
-				break
+				if seen == nil {
+					break
+				}
 			}
 			if onStack {
 				next[i] = [2]uint64{uint64(ws), uint64(p)<<32 | uint64(c+n)}
@@ -220,6 +228,9 @@ func (a *Approx) allowN(off, n int64) bool {
 			// compare-and-swap can replace h); it keeps its tag, so
 			// readers of h still validate.
 			s[stateW].Store(h >> idxBits << 1)
+			for i := range seen {
+				seen[i].c += n
+			}
 			return true
 		}
 	}
@@ -267,6 +278,28 @@ func (a *Approx) RemainingAt(now time.Time, dst []int) []int {
 			return dst
 		}
 	}
+}
+
+// ResetsAt appends to dst, for each rule in the order given to NewApprox, the
+// earliest instant, not before now, at which that rule's estimate alone
+// would admit its whole limit if nothing else were admitted: now itself when
+// it would at now, the zero Time when it would not even at the last instant
+// the limiter tells apart. It returns the extended slice: with RemainingAt,
+// what the RateLimit field reports per policy. All values come from one
+// snapshot. With room in dst and at most 8 rules it allocates nothing.
+func (a *Approx) ResetsAt(now time.Time, dst []time.Time) []time.Time {
+	if a.minLimit == 0 {
+		return dst
+	}
+	var buf [stackRules]ruleView
+	seen := a.views(&buf)
+	a.viewAll(twocount.Clamp(a.base.Offset(now)), seen)
+	for i := range seen {
+		r, v := &a.rules[i], &seen[i]
+		at, fits := readyOf(r, v, r.Limit, r.Tokens(v.p, v.c, v.t-v.ws))
+		dst = append(dst, a.instant(now, at, fits))
+	}
+	return dst
 }
 
 // ReadyAt returns the earliest instant, not before now, at which AllowN would

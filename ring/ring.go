@@ -156,10 +156,7 @@ func (l *Limiter) ReadyAt(now time.Time, n int) (at time.Time, ok bool) {
 func (l *Limiter) DecideStatus(now time.Time, n int) slidelimit.Status {
 	off := l.base.Offset(now)
 	ok, st := l.log.DecideStatus(off, int64(n))
-	s := slidelimit.Status{Admitted: ok, Remaining: int(st.Remaining)}
-	s.RetryAt, _ = l.base.Ready(now, off, st.Retry, st.RetryOK)
-	s.ResetAt, _ = l.base.Ready(now, off, st.Reset, st.ResetOK)
-	return s
+	return st.Public(ok, l.base, now, off)
 }
 
 // IdleAt reports whether the limiter carries no information at now: nothing

@@ -345,15 +345,35 @@ type Status struct {
 // remaining, a later retry) and still agree with the decision. For n out of
 // [1, minLimit] it is AllowN's answer with the live state at now.
 func (l *Log) DecideStatus(now int64, n int64) (admitted bool, st Status) {
+	return l.DecideRules(now, n, nil)
+}
+
+// RuleStatus is one rule's part of a decision's status, that rule alone:
+// what it would admit at the decision's instant, and when it alone would
+// admit n (for a refusal) and its whole limit if nothing else were admitted.
+// Offsets, as the Log's instants are; an OK flag is false for never, and
+// RetryOK also for admissions and for n out of [1, minLimit].
+type RuleStatus struct {
+	Remaining        int64
+	Retry, Reset     int64
+	RetryOK, ResetOK bool
+}
+
+// DecideRules is DecideStatus, and also calls rule (when not nil) with each
+// rule's index, in Init's order, and its RuleStatus on the state the
+// returned Status was read from. A round whose reads went stale is read
+// again, so rule may be called more than once for an index: the last call
+// for each index is the answer.
+func (l *Log) DecideRules(now, n int64, rule func(i int, rs RuleStatus)) (admitted bool, st Status) {
 	if n < 1 || n > l.minLimit {
-		return n == 0, l.statusNow(now, n, n == 0)
+		return n == 0, l.statusNow(now, n, n == 0, rule)
 	}
 	ok, h, t := l.allowN(now, n)
 	if ok {
 		h = l.add(h, uint64(n))
 	}
 	for {
-		if st, valid := l.statusAt(h, t, now, n, ok); valid {
+		if st, valid := l.statusAt(h, t, now, n, ok, rule); valid {
 			return ok, st
 		}
 		// The live state, still judged at the decision's instant: it
@@ -365,16 +385,42 @@ func (l *Log) DecideStatus(now int64, n int64) (admitted bool, st Status) {
 }
 
 // statusAt is the Status with the head at h and the clamped instant t (for an
-// n out of [1, minLimit], no Retry). valid is false when a slot it read may no
-// longer have held the index it was read for.
-func (l *Log) statusAt(h uint64, t, now, n int64, admitted bool) (st Status, valid bool) {
-	if st.Remaining, valid = l.tokens(h, t); !valid {
-		return st, false
+// n out of [1, minLimit], no Retry), and each rule's through rule when not
+// nil. valid is false when a slot it read may no longer have held the index
+// it was read for.
+func (l *Log) statusAt(h uint64, t, now, n int64, admitted bool, rule func(int, RuleStatus)) (st Status, valid bool) {
+	retry := !admitted && n >= 1 && n <= l.minLimit
+	if rule == nil {
+		if st.Remaining, valid = l.tokens(h, t); !valid {
+			return st, false
+		}
+	} else {
+		// Each rule's room, and the smallest: the same searches tokens
+		// makes (room is monotone: min(room(Limit), bound) is
+		// room(bound)).
+		st.Remaining = l.minLimit
+		for i := range l.rules {
+			r := &l.rules[i]
+			var rs RuleStatus
+			if rs.Remaining, valid = l.room(h, t, r, r.Limit); !valid {
+				return st, false
+			}
+			st.Remaining = min(st.Remaining, rs.Remaining)
+			if rs.Reset, rs.ResetOK, valid = l.ruleReadyRoom(h, t, now, r, r.Limit, rs.Remaining); !valid {
+				return st, false
+			}
+			if retry {
+				if rs.Retry, rs.RetryOK, valid = l.ruleReadyRoom(h, t, now, r, n, rs.Remaining); !valid {
+					return st, false
+				}
+			}
+			rule(i, rs)
+		}
 	}
 	if st.Reset, st.ResetOK, valid = l.readyAt(h, t, now, l.minLimit); !valid {
 		return st, false
 	}
-	if !admitted && n >= 1 && n <= l.minLimit {
+	if retry {
 		if st.Retry, st.RetryOK, valid = l.readyAt(h, t, now, n); !valid {
 			return st, false
 		}
@@ -386,17 +432,18 @@ func (l *Log) statusAt(h uint64, t, now, n int64, admitted bool) (st Status, val
 }
 
 // statusNow is the Status of the live state at now, from one snapshot, for a
-// decision on n that was (or was not) admitted.
-func (l *Log) statusNow(now, n int64, admitted bool) Status {
+// decision on n that was (or was not) admitted, and each rule's through rule
+// when not nil.
+func (l *Log) statusNow(now, n int64, admitted bool, rule func(int, RuleStatus)) Status {
 	if l.size == 0 {
 		// The zero Log: its whole limit, 0, is there now; nothing else
-		// ever fits.
+		// ever fits. It has no rules.
 		return Status{Reset: now, ResetOK: true}
 	}
 	stampNow := toStamp(now)
 	for {
 		h, last := l.snapshot()
-		if st, valid := l.statusAt(h, max(stampNow, last), now, n, admitted); valid {
+		if st, valid := l.statusAt(h, max(stampNow, last), now, n, admitted, rule); valid {
 			return st
 		}
 	}
@@ -771,16 +818,12 @@ func (l *Log) ResetsAt(now int64, f func(at int64, ok bool)) {
 	for i := range l.rules {
 		// The whole limit L of a rule fits iff the stamp L places back
 		// from the last index it would take is outside the window: the
-		// stamp at index h-1, the latest.
-		need := last + l.rules[i].Window
-		switch {
-		case last == 0 || need <= t:
-			f(now, true)
-		case need > maxStamp:
-			f(0, false)
-		default:
-			f(fromStamp(need), true)
+		// stamp at index h-1, the latest (ruleReadyRoom for n = L).
+		need := int64(0)
+		if last > 0 {
+			need = last + l.rules[i].Window
 		}
+		f(readyFrom(need, t, now))
 	}
 }
 
@@ -811,27 +854,52 @@ func (l *Log) ReadyAt(now int64, n int64) (at int64, ok bool) {
 func (l *Log) readyAt(h uint64, t, now, n int64) (at int64, ok, valid bool) {
 	need := int64(0)
 	for i := range l.rules {
-		r := &l.rules[i]
-		s, ok := l.stampAt(l.sub(h, uint64(r.Limit-n+1)))
+		s, ok := l.stampAt(l.sub(h, uint64(l.rules[i].Limit-n+1)))
 		if !ok {
 			return 0, false, false
 		}
 		if s > 0 {
-			need = max(need, s+r.Window)
+			need = max(need, s+l.rules[i].Window)
 		}
 	}
+	at, ok = readyFrom(need, t, now)
+	return at, ok, true
+}
+
+// ruleReadyRoom is readyAt for rule r alone, for 1 <= n <= r.Limit, given
+// room, the rule's room on the same state: n fits now when it is within it.
+func (l *Log) ruleReadyRoom(h uint64, t, now int64, r *Rule, n, room int64) (at int64, ok, valid bool) {
+	if n <= room {
+		return now, true, true
+	}
+	s, ok := l.stampAt(l.sub(h, uint64(r.Limit-n+1)))
+	if !ok {
+		return 0, false, false
+	}
+	need := int64(0)
+	if s > 0 {
+		need = s + r.Window
+	}
+	at, ok = readyFrom(need, t, now)
+	return at, ok, true
+}
+
+// readyFrom is the earliest instant, not before now, from which a call whose
+// rules need the clamped instant to be at least need is admitted, for a
+// state decided at the clamped instant t; ok is false if never.
+func readyFrom(need, t, now int64) (at int64, ok bool) {
 	// AllowN(u, n) decides at max(toStamp(u), last), t for u = now: it
 	// admits iff need is at most that. So it admits now, or from the
 	// instant need on, or never if need is past the last stamp there is.
 	if need <= t {
-		return now, true, true
+		return now, true
 	}
 	if need > maxStamp {
-		return 0, false, true
+		return 0, false
 	}
 	// need > t >= toStamp(now), so fromStamp(need) is after now and inside
 	// the range where toStamp is exact: toStamp(at) == need.
-	return fromStamp(need), true, true
+	return fromStamp(need), true
 }
 
 // IdleAt reports whether the log decides, for every instant >= now, exactly

@@ -1,0 +1,321 @@
+package multi_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/slidelimit/slidelimit"
+	"github.com/slidelimit/slidelimit/internal/conformance"
+	"github.com/slidelimit/slidelimit/multi"
+)
+
+// ruleStatuser is what both flavours offer to report a decision's status.
+type ruleStatuser interface {
+	lim
+	DecideStatus(now time.Time, n int) slidelimit.Status
+	DecideRules(now time.Time, n int, rules []slidelimit.Status) (slidelimit.Status, []slidelimit.Status)
+	RemainingAt(now time.Time, dst []int) []int
+	ResetsAt(now time.Time, dst []time.Time) []time.Time
+}
+
+var (
+	_ ruleStatuser = (*multi.Limiter)(nil)
+	_ ruleStatuser = (*multi.Approx)(nil)
+)
+
+func newStatuser(t testing.TB, flavour string, rules ...multi.Rule) ruleStatuser {
+	t.Helper()
+	var l ruleStatuser
+	var err error
+	if flavour == "exact" {
+		l, err = multi.New(rules...)
+	} else {
+		l, err = multi.NewApprox(rules...)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+// sameInstant compares two answers of limiters with different clock bases:
+// the wall clock alone (each carries the monotonic reading of its own New).
+func sameInstant(a, b time.Time) bool { return a.Round(0).Equal(b.Round(0)) }
+
+func sameStatus(a, b slidelimit.Status) bool {
+	return a.Admitted == b.Admitted && a.Remaining == b.Remaining && sameInstant(a.RetryAt, b.RetryAt) && sameInstant(a.ResetAt, b.ResetAt)
+}
+
+// readyOrZero is ReadyAt's instant, or the zero Time for never.
+func readyOrZero(l lim, at time.Time, n int) time.Time {
+	r, ok := l.ReadyAt(at, n)
+	if !ok {
+		return time.Time{}
+	}
+	return r
+}
+
+// TestDecideRulesMatchesQueries feeds, one call at a time, the same random
+// calls (weights, zero, negative and too large costs, stale instants, idle
+// gaps) to three limiters of the same rules: one decides with DecideRules,
+// one with DecideStatus, one with AllowN and is then asked TokensAt and
+// ReadyAt. Beside them, for each rule, a limiter of that rule alone is given
+// the calls the others admitted, so it holds that rule's part of the state.
+// With nothing in between, every answer must be what the queries say: the
+// whole status what TokensAt and ReadyAt of n and of MaxN answer, each rule's
+// what RemainingAt and ResetsAt answer and what its own limiter's TokensAt
+// and ReadyAt of n and of its limit answer.
+func TestDecideRulesMatchesQueries(t *testing.T) {
+	ruleSets := [][]multi.Rule{
+		{{Limit: 7, Window: 100 * time.Millisecond}},
+		{{Limit: 3, Window: 100 * time.Millisecond}, {Limit: 10, Window: time.Second}, {Limit: 25, Window: 10 * time.Second}},
+		{{Limit: 20, Window: time.Second}, {Limit: 5, Window: 50 * time.Millisecond}},
+	}
+	for _, flavour := range []string{"exact", "approx"} {
+		for _, rules := range ruleSets {
+			t.Run(fmt.Sprintf("%s/%v", flavour, rules), func(t *testing.T) {
+				decideRulesMatchesQueries(t, flavour, rules)
+			})
+		}
+	}
+}
+
+func decideRulesMatchesQueries(t *testing.T, flavour string, rules []multi.Rule) {
+	seed := rand.Uint64()
+	r := rand.New(rand.NewPCG(seed, 13))
+	a := newStatuser(t, flavour, rules...) // DecideRules
+	s := newStatuser(t, flavour, rules...) // DecideStatus
+	q := newStatuser(t, flavour, rules...) // AllowN, then the queries
+	alone := make([]ruleStatuser, len(rules))
+	for i, rl := range rules {
+		alone[i] = newStatuser(t, flavour, rl)
+	}
+	maxN := a.MaxN()
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	var got []slidelimit.Status
+	var rems []int
+	var resets []time.Time
+	for step := range 20_000 {
+		switch {
+		case r.IntN(300) == 0:
+			now = now.Add(time.Duration(r.Int64N(int64(20 * time.Second)))) // an idle gap
+		default:
+			now = now.Add(time.Duration(r.Int64N(int64(30 * time.Millisecond))))
+		}
+		at := now
+		if r.IntN(10) == 0 {
+			at = now.Add(-time.Duration(r.Int64N(int64(time.Second)))) // stale
+		}
+		n := 1 + r.IntN(min(maxN, 4))
+		switch r.IntN(25) {
+		case 0:
+			n = 0
+		case 1:
+			n = -1 - r.IntN(3)
+		case 2:
+			n = maxN + 1 + r.IntN(3)
+		}
+		retry, retryOK := q.ReadyAt(at, n) // a refusal records nothing
+		want := slidelimit.Status{Admitted: q.AllowN(at, n), Remaining: q.TokensAt(at)}
+		if !want.Admitted && n != 0 && retryOK {
+			want.RetryAt = retry
+		}
+		want.ResetAt = readyOrZero(q, at, maxN)
+		var whole slidelimit.Status
+		whole, got = a.DecideRules(at, n, got[:0])
+		if st := s.DecideStatus(at, n); !sameStatus(whole, want) || !sameStatus(st, want) {
+			t.Fatalf("seed %d step %d: DecideRules(%v, %d) = %+v and DecideStatus = %+v; the queries say %+v", seed, step, at, n, whole, st, want)
+		}
+		if len(got) != len(rules) {
+			t.Fatalf("DecideRules gave %d rules' statuses for %d rules", len(got), len(rules))
+		}
+		rems, resets = q.RemainingAt(at, rems[:0]), q.ResetsAt(at, resets[:0])
+		for i := range rules {
+			if got[i].Remaining != rems[i] || !sameInstant(got[i].ResetAt, resets[i]) {
+				t.Fatalf("seed %d step %d: DecideRules(%v, %d): rule %d's status %+v; RemainingAt and ResetsAt say %d, %v", seed, step, at, n, i, got[i], rems[i], resets[i])
+			}
+		}
+		for i, al := range alone {
+			if want.Admitted && !al.AllowN(at, n) {
+				t.Fatalf("seed %d step %d: %d admitted at %v; rule %d alone refuses it", seed, step, n, at, i)
+			}
+			w := slidelimit.Status{Admitted: want.Admitted, Remaining: al.TokensAt(at), ResetAt: readyOrZero(al, at, rules[i].Limit)}
+			if !want.Admitted && n >= 1 && n <= maxN {
+				w.RetryAt = readyOrZero(al, at, n)
+			}
+			if !sameStatus(got[i], w) {
+				t.Fatalf("seed %d step %d: DecideRules(%v, %d): rule %d's status %+v; its limiter alone says %+v", seed, step, at, n, i, got[i], w)
+			}
+		}
+	}
+}
+
+// rulesProblem says what is wrong with one answer of DecideRules, judged only
+// from what its caller knows (the instant and cost it passed, the rules): the
+// whole status as conformance.StatusProblem judges a limit of MaxN; each
+// rule's alike for an admission; for a refusal, each rule's RetryAt is the
+// call's instant exactly when that rule alone has room for n, at least one
+// rule has none, and the whole RetryAt is the latest of the rules'.
+func rulesProblem(rules []multi.Rule, maxN, n int, at time.Time, whole slidelimit.Status, each []slidelimit.Status) string {
+	if why := conformance.StatusProblem(maxN, n, at, whole.Admitted, whole.Remaining, whole.RetryAt, whole.ResetAt); why != "" {
+		return "whole: " + why
+	}
+	least, latest, short := maxN, time.Time{}, false
+	for i, s := range each {
+		lim := rules[i].Limit
+		least = min(least, s.Remaining)
+		if s.Admitted != whole.Admitted {
+			return fmt.Sprintf("rule %d: Admitted differs from the decision's", i)
+		}
+		if whole.Admitted {
+			if why := conformance.StatusProblem(lim, n, at, s.Admitted, s.Remaining, s.RetryAt, s.ResetAt); why != "" {
+				return fmt.Sprintf("rule %d: %s", i, why)
+			}
+			continue
+		}
+		inRange := n >= 1 && n <= maxN
+		switch {
+		case s.Remaining < 0 || s.Remaining > lim:
+			return fmt.Sprintf("rule %d: Remaining out of [0, limit]", i)
+		case !inRange && !s.RetryAt.IsZero():
+			return fmt.Sprintf("rule %d: a RetryAt for a cost that never fits", i)
+		case inRange && (s.Remaining >= n) != s.RetryAt.Equal(at):
+			return fmt.Sprintf("rule %d: RetryAt is the call's instant not exactly when the rule has room for n", i)
+		case !s.RetryAt.IsZero() && s.RetryAt.Before(at):
+			return fmt.Sprintf("rule %d: RetryAt before the call's instant", i)
+		case (s.Remaining == lim) != s.ResetAt.Equal(at) || (s.Remaining < lim && !s.ResetAt.After(at)):
+			return fmt.Sprintf("rule %d: ResetAt not the call's instant exactly when the whole limit remains", i)
+		}
+		if s.Remaining < n {
+			short = true
+		}
+		if s.RetryAt.After(latest) {
+			latest = s.RetryAt
+		}
+	}
+	switch {
+	case whole.Remaining != least:
+		return fmt.Sprintf("whole Remaining %d, the least of the rules' is %d", whole.Remaining, least)
+	case whole.Admitted || n < 1 || n > maxN:
+	case !short:
+		return "refused, but every rule has room for n"
+	case !whole.RetryAt.Equal(latest):
+		return fmt.Sprintf("whole RetryAt %v, the latest of the rules' is %v", whole.RetryAt, latest)
+	}
+	return ""
+}
+
+// TestOutsideDecideRules has goroutines decide with DecideRules on one shared
+// limiter, on a shared increasing clock (weighted calls, some stale, some
+// out of range), at GOMAXPROCS 2 and 8: every answer must agree with itself
+// (rulesProblem), although other goroutines admit at the same time. (The
+// bound itself is the shared conformance suite's, TestOutsideConformance.)
+func TestOutsideDecideRules(t *testing.T) {
+	rules := []multi.Rule{{Limit: 5, Window: 200}, {Limit: 40, Window: 20_000}}
+	for _, procs := range []int{2, 8} {
+		for _, flavour := range []string{"exact", "approx"} {
+			t.Run(fmt.Sprintf("%s/procs=%d", flavour, procs), func(t *testing.T) {
+				defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+				outsideDecideRules(t, flavour, rules)
+			})
+		}
+	}
+}
+
+func outsideDecideRules(t *testing.T, flavour string, rules []multi.Rule) {
+	l := newStatuser(t, flavour, rules...)
+	maxN := l.MaxN()
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	var clock atomic.Int64
+	var bad atomic.Pointer[string]
+	var admitted, refused atomic.Int64
+	var wg sync.WaitGroup
+	for g := range 6 {
+		wg.Go(func() {
+			r := rand.New(rand.NewPCG(uint64(g), rand.Uint64()))
+			var each []slidelimit.Status
+			for range 20_000 {
+				c := clock.Add(1 + r.Int64N(8))
+				if r.IntN(10) == 0 {
+					c -= r.Int64N(300) // stale
+				}
+				n := 1 + r.IntN(3)
+				if r.IntN(40) == 0 {
+					n = maxN + 1
+				}
+				at := t0.Add(time.Duration(c))
+				var whole slidelimit.Status
+				whole, each = l.DecideRules(at, n, each[:0])
+				if why := rulesProblem(rules, maxN, n, at, whole, each); why != "" {
+					msg := fmt.Sprintf("DecideRules(t0+%d, %d) = %+v, %+v: %s", c, n, whole, each, why)
+					bad.CompareAndSwap(nil, &msg)
+				}
+				if whole.Admitted {
+					admitted.Add(1)
+				} else {
+					refused.Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if p := bad.Load(); p != nil {
+		t.Fatal(*p)
+	}
+	if admitted.Load() == 0 || refused.Load() == 0 {
+		t.Fatalf("%d admissions and %d refusals: the check saw only one kind", admitted.Load(), refused.Load())
+	}
+}
+
+// TestDecideRulesAllocs: with room in the caller's slice, DecideRules,
+// DecideStatus and ResetsAt allocate nothing, admitting or refusing.
+func TestDecideRulesAllocs(t *testing.T) {
+	rules := []multi.Rule{{Limit: 10, Window: time.Millisecond}, {Limit: 100, Window: time.Second}}
+	for _, flavour := range []string{"exact", "approx"} {
+		l := newStatuser(t, flavour, rules...)
+		now := time.Now()
+		buf := make([]slidelimit.Status, 0, len(rules))
+		resets := make([]time.Time, 0, len(rules))
+		cases := map[string]func(){
+			"rules/admit":  func() { now = now.Add(time.Second); _, buf = l.DecideRules(now, 1, buf[:0]) },
+			"rules/refuse": func() { _, buf = l.DecideRules(now, 10, buf[:0]); _, buf = l.DecideRules(now, 10, buf[:0]) },
+			"rules/never":  func() { _, buf = l.DecideRules(now, 11, buf[:0]) },
+			"status":       func() { now = now.Add(30 * time.Microsecond); l.DecideStatus(now, 1) },
+			"ResetsAt":     func() { resets = l.ResetsAt(now, resets[:0]) },
+		}
+		for name, f := range cases {
+			if a := testing.AllocsPerRun(1000, f); a != 0 {
+				t.Errorf("%s: %s: %v allocs per call, want 0", flavour, name, a)
+			}
+		}
+	}
+}
+
+// TestDecideRulesZeroValue: the zero values answer without panicking; they
+// admit only n == 0, report nothing remaining and have no rule to reset.
+func TestDecideRulesZeroValue(t *testing.T) {
+	now := time.Now()
+	for name, l := range map[string]interface {
+		DecideStatus(time.Time, int) slidelimit.Status
+		DecideRules(time.Time, int, []slidelimit.Status) (slidelimit.Status, []slidelimit.Status)
+		ResetsAt(time.Time, []time.Time) []time.Time
+	}{"exact": new(multi.Limiter), "approx": new(multi.Approx)} {
+		for _, n := range []int{-1, 0, 1, 5} {
+			st, each := l.DecideRules(now, n, nil)
+			if st.Admitted != (n == 0) || st.Remaining != 0 || !st.RetryAt.IsZero() || len(each) != 0 {
+				t.Errorf("%s: zero value DecideRules(now, %d) = %+v, %v", name, n, st, each)
+			}
+			if s := l.DecideStatus(now, n); s != st {
+				t.Errorf("%s: zero value DecideStatus(now, %d) = %+v, DecideRules says %+v", name, n, s, st)
+			}
+			if r := l.ResetsAt(now, nil); len(r) != 0 {
+				t.Errorf("%s: zero value ResetsAt = %v, want nothing", name, r)
+			}
+		}
+	}
+}
