@@ -159,10 +159,20 @@ func fromStatus(d *Decision, s slidelimit.Status, now time.Time) {
 	default:
 		d.Reason = Never
 	}
-	d.NumQuota = 1
-	d.Quota[0] = Quota{Remaining: s.Remaining}
-	if !s.ResetAt.IsZero() {
-		d.Quota[0].Reset = max(s.ResetAt.Sub(now), 0)
+	quotaFrom(d, now, s)
+}
+
+// quotaFrom sets d's quota, one rule per status: its Remaining, and its Reset
+// from ResetAt (0 when the whole limit is there now, or when it is unknown).
+func quotaFrom(d *Decision, now time.Time, rules ...slidelimit.Status) {
+	n := min(len(rules), MaxRules)
+	d.NumQuota = n
+	for i := range n {
+		q := Quota{Remaining: rules[i].Remaining}
+		if !rules[i].ResetAt.IsZero() {
+			q.Reset = max(rules[i].ResetAt.Sub(now), 0)
+		}
+		d.Quota[i] = q
 	}
 }
 
@@ -183,7 +193,6 @@ func resetOf[L single](l L, now time.Time, rem, limit int) time.Duration {
 type ruled interface {
 	AllowN(now time.Time, n int) bool
 	ReadyAt(now time.Time, n int) (time.Time, bool)
-	RemainingAt(now time.Time, dst []int) []int
 	MaxN() int
 	Rules() []multi.Rule
 }
@@ -193,16 +202,13 @@ type many[L ruled] struct {
 	l     L
 	limit int
 	rules []Rule
-	// resetFactor bounds Reset for a limiter that cannot tell each rule's
-	// reset (multi.Approx): factor times the rule's window.
-	resetFactor int64
 }
 
-func newMany[L ruled](l L, ok bool, factor int64) Limiter {
+func newMany[L ruled](l L, ok bool) Limiter {
 	if !ok {
 		return &many[L]{}
 	}
-	m := &many[L]{l: l, limit: l.MaxN(), resetFactor: factor}
+	m := &many[L]{l: l, limit: l.MaxN()}
 	for _, r := range l.Rules() {
 		m.rules = append(m.rules, Rule{Limit: r.Limit, Window: r.Window})
 	}
@@ -210,17 +216,19 @@ func newMany[L ruled](l L, ok bool, factor int64) Limiter {
 }
 
 // Multi adapts one *multi.Limiter shared by every request (the key is
-// ignored). Remaining and Reset are exact per rule (RemainingAt and
-// ResetsAt, read after the decision): Reset is when every admission the rule
-// counts has left its window. A nil l gives a Limiter that New rejects.
-func Multi(l *multi.Limiter) Limiter { return newMany(l, l != nil, 1) }
+// ignored). Remaining and Reset are exact per rule: what the rule alone
+// would admit, and when every admission it counts has left its window. With
+// the quota asked for, a request is one call of DecideRules, whose answers
+// come from the state the decision was made on. A nil l gives a Limiter that
+// New rejects.
+func Multi(l *multi.Limiter) Limiter { return newMany(l, l != nil) }
 
 // Approx adapts one *multi.Approx shared by every request (the key is
-// ignored). Remaining is the two-counter estimate per rule. Reset is an
-// upper bound: twice the rule's window when anything counts against the rule
-// (a count leaves the estimate at most two windows after it was made), 0
-// otherwise. A nil l gives a Limiter that New rejects.
-func Approx(l *multi.Approx) Limiter { return newMany(l, l != nil, 2) }
+// ignored). Remaining is the rule's two-counter estimate, and Reset when
+// that estimate would admit the rule's whole limit if nothing else were
+// admitted. With the quota asked for, a request is one call of DecideRules,
+// as for Multi. A nil l gives a Limiter that New rejects.
+func Approx(l *multi.Approx) Limiter { return newMany(l, l != nil) }
 
 func (m *many[L]) Rules() []Rule { return m.rules }
 
@@ -239,10 +247,32 @@ func (m *many[L]) serve(mw *Middleware, w http.ResponseWriter, r *http.Request, 
 // decide decides into d, a zero Decision, with the quota if quota is true or
 // cost was not admitted.
 func (m *many[L]) decide(d *Decision, now time.Time, cost int, quota bool) {
+	if quota {
+		m.decideRules(d, now, cost)
+		return
+	}
 	decideShared(d, m.l, m.limit, now, cost)
-	if quota || !d.Allowed {
+	if !d.Allowed {
 		m.quota(d, now)
 	}
+}
+
+// decideRules is decide with the quota of every rule from the decision's own
+// state: one call of the limiter's DecideRules.
+func (m *many[L]) decideRules(d *Decision, now time.Time, cost int) {
+	// Called on the concrete types, so that the buffer stays on the stack
+	// (through L's methods it would escape: one allocation per request).
+	var buf [MaxRules]slidelimit.Status
+	var whole slidelimit.Status
+	var each []slidelimit.Status
+	switch l := any(m.l).(type) {
+	case *multi.Limiter:
+		whole, each = l.DecideRules(now, cost, buf[:0])
+	case *multi.Approx:
+		whole, each = l.DecideRules(now, cost, buf[:0])
+	}
+	fromStatus(d, whole, now)
+	quotaFrom(d, now, each...)
 }
 
 func (m *many[L]) Check(_ context.Context, _ string, now time.Time, cost int) (Decision, error) {
@@ -251,35 +281,26 @@ func (m *many[L]) Check(_ context.Context, _ string, now time.Time, cost int) (D
 	return d, nil
 }
 
+// quota sets d's quota from the limiter's state now (RemainingAt and
+// ResetsAt, one snapshot each).
 func (m *many[L]) quota(d *Decision, now time.Time) {
-	// Called on the concrete types, so that the buffers stay on the stack
-	// (through L's methods they would escape: one allocation per request).
+	// On the concrete types, as in decideRules.
 	var buf [MaxRules]int
 	var rbuf [MaxRules]time.Time
 	var rem []int
-	var resets []time.Time // nil: bounded by resetFactor
+	var resets []time.Time
 	switch l := any(m.l).(type) {
 	case *multi.Limiter:
-		rem = l.RemainingAt(now, buf[:0])
-		resets = l.ResetsAt(now, rbuf[:0])
+		rem, resets = l.RemainingAt(now, buf[:0]), l.ResetsAt(now, rbuf[:0])
 	case *multi.Approx:
-		rem = l.RemainingAt(now, buf[:0])
+		rem, resets = l.RemainingAt(now, buf[:0]), l.ResetsAt(now, rbuf[:0])
 	}
-	n := min(len(rem), MaxRules)
-	d.NumQuota = n
+	var each [MaxRules]slidelimit.Status
+	n := min(len(rem), len(resets), MaxRules)
 	for i := range n {
-		q := Quota{Remaining: rem[i]}
-		switch {
-		case rem[i] >= m.rules[i].Limit:
-		case i < len(resets):
-			if !resets[i].IsZero() {
-				q.Reset = max(resets[i].Sub(now), 0)
-			}
-		default:
-			q.Reset = scaled(m.rules[i].Window, m.resetFactor)
-		}
-		d.Quota[i] = q
+		each[i] = slidelimit.Status{Remaining: rem[i], ResetAt: resets[i]}
 	}
+	quotaFrom(d, now, each[:n]...)
 }
 
 // scaled is f*w, saturating at the largest Duration.

@@ -1,6 +1,9 @@
 package httplimit
 
-import "time"
+import (
+	"context"
+	"time"
+)
 
 // SetNow replaces the middleware's clock, so tests inject instants.
 func SetNow(m *Middleware, now func() time.Time) { m.now = now }
@@ -49,4 +52,19 @@ func (q queriesOnly[L]) Window() time.Duration { return q.l.Window() }
 // (whole seconds), from m's cache of values.
 func RateLimitValue(m *Middleware, rem int, reset int64) []string {
 	return m.values.value(m.items[0], rem, reset)
+}
+
+// ManyByQueries adapts l as Multi and Approx do, but assembles every
+// Decision from separate calls: AllowN, then ReadyAt, RemainingAt and
+// ResetsAt, as their adapter does when the fields are not wanted on
+// admissions.
+func ManyByQueries[L ruled](l L) Limiter { return manyQueries[L]{newMany(l, true).(*many[L])} }
+
+type manyQueries[L ruled] struct{ *many[L] }
+
+func (q manyQueries[L]) Decide(_ context.Context, _ string, now time.Time, cost int) (Decision, error) {
+	var d Decision
+	decideShared(&d, q.l, q.limit, now, cost)
+	q.quota(&d, now)
+	return d, nil
 }

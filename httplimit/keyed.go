@@ -23,9 +23,9 @@ import (
 // the others). Reset is exact for one rule (when the key's whole limit
 // fits again) and, with several rules, twice the rule's window when anything
 // counts against the key: an upper bound for every limiter of this module.
-// With one rule and the quota asked for, a request is one call of k's
-// DecideStatus (one lookup of the key), whose answers for ring and window
-// limiters come from the state the decision was made on.
+// With the quota asked for, a request is one call of k's DecideStatus (one
+// lookup of the key), whose answers for ring, window and multi limiters
+// come from the state the decision was made on.
 //
 // A nil k, or no rules, gives a Limiter that New rejects.
 func Keyed[L keyed.PerKey](k *keyed.Limiter[string, L], rules ...Rule) Limiter {
@@ -68,7 +68,7 @@ func newPerKey[S keyedStore](k S, rules []Rule) *perKey[S] {
 	for _, r := range rules {
 		p.limit = min(p.limit, r.Limit)
 	}
-	if s, ok := any(k).(statusStore); ok && len(rules) == 1 {
+	if s, ok := any(k).(statusStore); ok {
 		p.status = s
 	}
 	return p
@@ -78,10 +78,10 @@ type perKey[S keyedStore] struct {
 	k     S
 	rules []Rule
 	limit int // the smallest limit of the rules
-	// status is k, if it reports its one rule's quota with its decisions:
-	// then a decision that needs the quota is one lookup instead of up to
-	// four. (Without the quota, k's Decide is cheaper: it computes nothing
-	// beyond the decision.)
+	// status is k, if it reports the key's quota with its decisions: then
+	// a decision that needs the quota is one lookup instead of up to four.
+	// (Without the quota, k's Decide is cheaper: it computes nothing beyond
+	// the decision.)
 	status statusStore
 }
 
@@ -131,8 +131,9 @@ func (p *perKey[S]) decide(d *Decision, key string, now time.Time, cost int, quo
 	return nil
 }
 
-// decideStatus is decide on a statusStore, with the quota of its one rule
-// from the decision's own snapshot.
+// decideStatus is decide on a statusStore, with the quota from the
+// decision's own answer: exact for one rule; for several, the key's
+// remaining for each rule (see quotaOf).
 func (p *perKey[S]) decideStatus(d *Decision, key string, now time.Time, cost int) error {
 	s, err := p.status.DecideStatus(key, now, cost)
 	if err != nil && !errors.Is(err, keyed.ErrNeverReady) && !errors.Is(err, keyed.ErrFull) {
@@ -141,6 +142,9 @@ func (p *perKey[S]) decideStatus(d *Decision, key string, now time.Time, cost in
 	fromStatus(d, s, now) // a refusal with an error names no RetryAt: Never
 	if errors.Is(err, keyed.ErrFull) {
 		d.Reason = Full
+	}
+	if len(p.rules) > 1 {
+		p.quotaOf(d, s.Remaining)
 	}
 	return nil
 }
@@ -163,19 +167,31 @@ func (p *perKey[S]) Check(_ context.Context, key string, now time.Time, cost int
 
 func (p *perKey[S]) quota(d *Decision, key string, now time.Time) {
 	rem := p.k.TokensAt(key, now)
+	if len(p.rules) > 1 {
+		p.quotaOf(d, rem)
+		return
+	}
+	q := Quota{Remaining: min(rem, p.rules[0].Limit)}
+	if rem < p.rules[0].Limit && d.Reason != Full {
+		if at, ok := p.k.ReadyAt(key, now, p.rules[0].Limit); ok {
+			q.Reset = max(at.Sub(now), 0)
+		}
+	}
+	d.NumQuota, d.Quota[0] = 1, q
+}
+
+// quotaOf sets the quota of several rules from rem, the largest cost the
+// key's limiter admits: it is each rule's Remaining (a lower bound: the
+// rule with the smallest room sets it), and Reset is an upper bound, twice
+// the rule's window, when anything counts against the key.
+func (p *perKey[S]) quotaOf(d *Decision, rem int) {
 	n := min(len(p.rules), MaxRules)
 	d.NumQuota = n
 	for i := range n {
 		r := p.rules[i]
 		q := Quota{Remaining: min(rem, r.Limit)}
 		if rem < r.Limit && d.Reason != Full {
-			if n == 1 {
-				if at, ok := p.k.ReadyAt(key, now, r.Limit); ok {
-					q.Reset = max(at.Sub(now), 0)
-				}
-			} else {
-				q.Reset = scaled(r.Window, 2)
-			}
+			q.Reset = scaled(r.Window, 2)
 		}
 		d.Quota[i] = q
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/slidelimit/slidelimit/httplimit"
+	"github.com/slidelimit/slidelimit/multi"
 	"github.com/slidelimit/slidelimit/ring"
 	"github.com/slidelimit/slidelimit/window"
 )
@@ -40,6 +41,29 @@ func TestRingMatchesQueries(t *testing.T) {
 	b, err := ring.New(limit, win)
 	require.NoError(t, err)
 	matchesQueries(t, httplimit.Ring(a), httplimit.ByQueries(b, true), limit, win)
+}
+
+// TestMultiMatchesQueries: Multi and Approx, with the quota wanted, decide
+// and read every rule's quota with one call of the limiter's DecideRules;
+// the same adapter assembling its Decision from AllowN, ReadyAt, RemainingAt
+// and ResetsAt must agree with them on every field of every decision, with
+// one goroutine. Two rules, so that Remaining and Reset differ per rule.
+func TestMultiMatchesQueries(t *testing.T) {
+	rules := []multi.Rule{{Limit: 5, Window: time.Second}, {Limit: 12, Window: 10 * time.Second}}
+	t.Run("exact", func(t *testing.T) {
+		a, err := multi.New(rules...)
+		require.NoError(t, err)
+		b, err := multi.New(rules...)
+		require.NoError(t, err)
+		matchesQueries(t, httplimit.Multi(a), httplimit.ManyByQueries(b), 5, time.Second)
+	})
+	t.Run("approx", func(t *testing.T) {
+		a, err := multi.NewApprox(rules...)
+		require.NoError(t, err)
+		b, err := multi.NewApprox(rules...)
+		require.NoError(t, err)
+		matchesQueries(t, httplimit.Approx(a), httplimit.ManyByQueries(b), 5, time.Second)
+	})
 }
 
 // matchesQueries feeds got and want the same 20,000 random requests and

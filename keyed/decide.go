@@ -51,7 +51,7 @@ func (k *Limiter[K, L]) Decide(key K, now time.Time, n int) (admitted bool, err 
 
 // statusLimiter is a per-key limiter that reports, with each decision, what
 // remains and when to retry from the state the decision was made on:
-// *ring.Limiter and *window.Limiter.
+// *ring.Limiter, *window.Limiter, *multi.Limiter and *multi.Approx.
 type statusLimiter interface {
 	DecideStatus(now time.Time, n int) slidelimit.Status
 }
@@ -59,8 +59,8 @@ type statusLimiter interface {
 // DecideStatus is Decide, and also returns what remains for the key and when
 // the cost and the whole limit (the most a new limiter admits) would fit,
 // with one lookup of the key. When the key's limiter has a DecideStatus
-// method (ring and window limiters), these are what it reports: read from
-// the state the decision was made on, so another goroutine's admission
+// method (ring, window and multi limiters), these are what it reports: read
+// from the state the decision was made on, so another goroutine's admission
 // landing in between does not show in them. Otherwise they are the
 // limiter's TokensAt and ReadyAt asked right after its AllowN. It has
 // Decide's errors and edges, and creates a key only when Decide would. When

@@ -26,13 +26,23 @@ type statusStore interface {
 	Sweep(now time.Time) int
 }
 
+// queriesOnly is a per-key limiter without a DecideStatus method: keyed asks
+// its status with queries after the decision.
+type queriesOnly struct{ l *multi.Limiter }
+
+func (q queriesOnly) AllowN(now time.Time, n int) bool               { return q.l.AllowN(now, n) }
+func (q queriesOnly) TokensAt(now time.Time) int                     { return q.l.TokensAt(now) }
+func (q queriesOnly) ReadyAt(now time.Time, n int) (time.Time, bool) { return q.l.ReadyAt(now, n) }
+func (q queriesOnly) IdleAt(now time.Time) bool                      { return q.l.IdleAt(now) }
+
 // TestLimiterDecideStatusMatchesQueries feeds two Limiters the same random
 // calls, one at a time: one decides with DecideStatus, the other with Decide
-// and is then asked TokensAt and ReadyAt at the same instant. Over rings and
-// windows (which report their status with the decision) and exact multi
-// limiters (whose status the Limiter asks for after the decision); with more
-// keys than MaxKeys, sweeps, stale instants, idle gaps and costs of every
-// kind. Every field and every error must be what the queries answer.
+// and is then asked TokensAt and ReadyAt at the same instant. Over rings,
+// windows and both flavours of multi (which report their status with the
+// decision) and a limiter that does not (whose status the Limiter asks for
+// after the decision); with more keys than MaxKeys, sweeps, stale instants,
+// idle gaps and costs of every kind. Every field and every error must be
+// what the queries answer.
 func TestLimiterDecideStatusMatchesQueries(t *testing.T) {
 	const limit, w = 4, time.Second
 	for _, tc := range []struct {
@@ -48,6 +58,17 @@ func TestLimiterDecideStatusMatchesQueries(t *testing.T) {
 		{"multi", func() (statusStore, error) {
 			return keyed.New[int](func() (*multi.Limiter, error) {
 				return multi.New(multi.Rule{Limit: limit, Window: w}, multi.Rule{Limit: 3 * limit, Window: 10 * w})
+			}, keyed.MaxKeys(4))
+		}},
+		{"approx", func() (statusStore, error) {
+			return keyed.New[int](func() (*multi.Approx, error) {
+				return multi.NewApprox(multi.Rule{Limit: limit, Window: w}, multi.Rule{Limit: 3 * limit, Window: 10 * w})
+			}, keyed.MaxKeys(4))
+		}},
+		{"queries only", func() (statusStore, error) {
+			return keyed.New[int](func() (queriesOnly, error) {
+				l, err := multi.New(multi.Rule{Limit: limit, Window: w}, multi.Rule{Limit: 3 * limit, Window: 10 * w})
+				return queriesOnly{l}, err
 			}, keyed.MaxKeys(4))
 		}},
 	} {
