@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slidelimit/slidelimit"
 	"github.com/slidelimit/slidelimit/multi"
 	"github.com/slidelimit/slidelimit/ring"
 	"github.com/slidelimit/slidelimit/window"
@@ -178,6 +179,48 @@ func BenchmarkParallel(b *testing.B) {
 					}
 				}
 			})
+		})
+	}
+}
+
+// BenchmarkQuota is what an HTTP 429 and the RateLimit fields cost per
+// request on one goroutine, two rules (100 per second, 1000 per minute), the
+// instant moving 1ms per call (about one call in ten admitted): the decision
+// with every rule's quota from one call (decide=rules, DecideRules), against
+// the decision followed by the per-rule queries (decide=queries: AllowN,
+// RemainingAt, ResetsAt), whose answers another goroutine's admission could
+// split from the decision.
+func BenchmarkQuota(b *testing.B) {
+	rules := []multi.Rule{{Limit: 100, Window: time.Second}, {Limit: 1000, Window: time.Minute}}
+	type quoter interface {
+		decider
+		DecideRules(now time.Time, n int, rules []slidelimit.Status) (slidelimit.Status, []slidelimit.Status)
+		RemainingAt(now time.Time, dst []int) []int
+		ResetsAt(now time.Time, dst []time.Time) []time.Time
+	}
+	for _, f := range []string{"exact", "approx"} {
+		b.Run("flavour="+f+"/decide=rules", func(b *testing.B) {
+			l := newFlavour(b, f, rules).(quoter)
+			now := time.Now()
+			var buf [2]slidelimit.Status
+			b.ReportAllocs()
+			for b.Loop() {
+				now = now.Add(time.Millisecond)
+				l.DecideRules(now, 1, buf[:0])
+			}
+		})
+		b.Run("flavour="+f+"/decide=queries", func(b *testing.B) {
+			l := newFlavour(b, f, rules).(quoter)
+			now := time.Now()
+			var rem [2]int
+			var resets [2]time.Time
+			b.ReportAllocs()
+			for b.Loop() {
+				now = now.Add(time.Millisecond)
+				l.AllowN(now, 1)
+				l.RemainingAt(now, rem[:0])
+				l.ResetsAt(now, resets[:0])
+			}
 		})
 	}
 }
