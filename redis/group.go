@@ -120,6 +120,32 @@ func (g *Group) CheckN(ctx context.Context, keys []string, now time.Time, n int)
 	return g.decide(ctx, keys, now, n, true)
 }
 
+// TokensAt returns the largest cost AllowN(ctx, keys, now, n) would admit,
+// recording nothing: the smallest of CheckN's Remaining over every key's
+// rules, in one script call. Its edges, errors and failure policy are
+// CheckN's, as for Limiter.TokensAt (under FailOpen, the smallest limit of
+// the group).
+func (g *Group) TokensAt(ctx context.Context, keys []string, now time.Time) (int, error) {
+	d, err := g.CheckN(ctx, keys, now, 0)
+	if err != nil {
+		return 0, err
+	}
+	return tokensOf(d, g.ls...), nil
+}
+
+// ReadyAt returns the earliest instant, not before now, at which AllowN would
+// admit n for every key if nothing else were admitted meanwhile, recording
+// nothing: CheckN's answer, in one script call, as for Limiter.ReadyAt (ok
+// false when n can never be admitted).
+func (g *Group) ReadyAt(ctx context.Context, keys []string, now time.Time, n int) (at time.Time, ok bool, err error) {
+	d, err := g.CheckN(ctx, keys, now, n)
+	if err != nil {
+		return time.Time{}, false, err
+	}
+	at, ok = readyOf(d, now)
+	return at, ok, nil
+}
+
 func (g *Group) decide(ctx context.Context, keys []string, now time.Time, n int, dry bool) (Decision, error) {
 	if len(keys) != len(g.ls) {
 		return Decision{}, fmt.Errorf("redis: keys: the group has %d limiters, got %d keys", len(g.ls), len(keys))

@@ -393,18 +393,7 @@ func (l *Limiter) TokensAt(ctx context.Context, key string, now time.Time) (int,
 	if err != nil {
 		return 0, err
 	}
-	if d.Remaining == nil { // FailOpen
-		least := l.rules[0].Limit
-		for _, r := range l.rules {
-			least = min(least, r.Limit)
-		}
-		return least, nil
-	}
-	least := d.Remaining[0]
-	for _, r := range d.Remaining {
-		least = min(least, r)
-	}
-	return least, nil
+	return tokensOf(d, l), nil
 }
 
 // ReadyAt returns the earliest instant, not before now, at which AllowN would
@@ -416,17 +405,46 @@ func (l *Limiter) TokensAt(ctx context.Context, key string, now time.Time) (int,
 // error).
 func (l *Limiter) ReadyAt(ctx context.Context, key string, now time.Time, n int) (at time.Time, ok bool, err error) {
 	d, err := l.CheckN(ctx, key, now, n)
-	switch {
-	case err != nil:
+	if err != nil {
 		return time.Time{}, false, err
-	case d.Allowed && !now.IsZero():
-		return now, true, nil
-	case d.Allowed:
-		return d.At, true, nil
-	case d.ReadyAt.IsZero():
-		return time.Time{}, false, nil
 	}
-	return d.ReadyAt, true, nil
+	at, ok = readyOf(d, now)
+	return at, ok, nil
+}
+
+// tokensOf is TokensAt's answer from d, a check of cost 0 on keys of the
+// limiters ls: the smallest Remaining, or, when d has none (FailOpen admits
+// without asking), the smallest limit of their rules.
+func tokensOf(d Decision, ls ...*Limiter) int {
+	if d.Remaining == nil {
+		least := ls[0].rules[0].Limit
+		for _, l := range ls {
+			for _, r := range l.rules {
+				least = min(least, r.Limit)
+			}
+		}
+		return least
+	}
+	least := d.Remaining[0]
+	for _, r := range d.Remaining {
+		least = min(least, r)
+	}
+	return least
+}
+
+// readyOf is ReadyAt's answer from d, a check at now: now when the cost fits
+// (for the zero now, the server's instant of the check), d's ReadyAt when it
+// does not, never when d names no instant.
+func readyOf(d Decision, now time.Time) (time.Time, bool) {
+	switch {
+	case d.Allowed && !now.IsZero():
+		return now, true
+	case d.Allowed:
+		return d.At, true
+	case d.ReadyAt.IsZero():
+		return time.Time{}, false
+	}
+	return d.ReadyAt, true
 }
 
 func (l *Limiter) decide(ctx context.Context, key string, now time.Time, n int, dry bool) (Decision, error) {

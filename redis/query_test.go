@@ -133,3 +133,73 @@ func TestQueriesFailure(t *testing.T) {
 	require.True(t, ok)
 	require.True(t, r.Equal(t0.Add(time.Second)), "ready at %v", r.Sub(t0))
 }
+
+// TestGroupQueries: a Group's TokensAt and ReadyAt answer for every key at
+// once what its AllowN would do, record nothing, and take its edges (a wrong
+// number of keys is an error that sends nothing; n above a limit never
+// fits). Under FailOpen, with no server, everything fits: the group's
+// smallest limit, now.
+func TestGroupQueries(t *testing.T) {
+	_, _, c := standalone(t)
+	user := mustLog(t, c, redis.Options{Prefix: "gq-user"}, redis.Rule{Limit: 2, Window: time.Second})
+	ip := mustLog(t, c, redis.Options{Prefix: "gq-ip"}, redis.Rule{Limit: 3, Window: time.Minute})
+	g, err := redis.NewGroup(user, ip)
+	require.NoError(t, err)
+	ctx := t.Context()
+	t0 := at(epoch)
+	keys := []string{"{client}alice", "{client}10.0.0.1"}
+	tokens := func(now time.Time) int {
+		t.Helper()
+		n, err := g.TokensAt(ctx, keys, now)
+		require.NoError(t, err)
+		return n
+	}
+	require.Equal(t, 2, tokens(t0))
+	for range 2 {
+		d, err := g.AllowN(ctx, keys, t0, 1)
+		require.NoError(t, err)
+		require.True(t, d.Allowed)
+	}
+	require.Equal(t, 0, tokens(t0))
+	for range 2 { // asking again changes nothing
+		r, ok, err := g.ReadyAt(ctx, keys, t0, 1)
+		require.NoError(t, err)
+		require.True(t, ok)
+		require.True(t, r.Equal(t0.Add(time.Second)), "ready at %v", r.Sub(t0))
+	}
+	// A second later the user has room again; the address holds two of its
+	// three, so two units wait for the minute.
+	t1 := t0.Add(time.Second)
+	require.Equal(t, 1, tokens(t1))
+	r, ok, err := g.ReadyAt(ctx, keys, t1, 2)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.True(t, r.Equal(t0.Add(time.Minute)), "ready at %v", r.Sub(t0))
+	_, ok, err = g.ReadyAt(ctx, keys, t1, 3) // above the user's limit
+	require.NoError(t, err)
+	require.False(t, ok)
+	d, err := g.AllowN(ctx, keys, t1, 1)
+	require.NoError(t, err)
+	require.True(t, d.Allowed, "the queries recorded nothing")
+	require.Equal(t, []int{1, 0}, d.Remaining)
+
+	_, err = g.TokensAt(ctx, keys[:1], t1)
+	require.Error(t, err)
+	_, _, err = g.ReadyAt(ctx, keys[:1], t1, 1)
+	require.Error(t, err)
+
+	gc := goredis.NewClient(&goredis.Options{Addr: unreachableAddr(), ContextTimeoutEnabled: true})
+	t.Cleanup(func() { _ = gc.Close() })
+	down, err := redis.NewGoRedis(gc)
+	require.NoError(t, err)
+	o := redis.Options{Prefix: "gq-open", Timeout: 50 * time.Millisecond, OnError: redis.FailOpen}
+	open, err := redis.NewGroup(mustLog(t, down, o, redis.Rule{Limit: 5, Window: time.Second}), mustLog(t, down, o, redis.Rule{Limit: 4, Window: time.Second}))
+	require.NoError(t, err)
+	n, err := open.TokensAt(ctx, keys, t0)
+	require.NoError(t, err)
+	require.Equal(t, 4, n)
+	r, ok, err = open.ReadyAt(ctx, keys, t0, 1)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.True(t, r.Equal(t0))
+}
