@@ -854,12 +854,13 @@ func (l *Log) ReadyAt(now int64, n int64) (at int64, ok bool) {
 func (l *Log) readyAt(h uint64, t, now, n int64) (at int64, ok, valid bool) {
 	need := int64(0)
 	for i := range l.rules {
-		s, ok := l.stampAt(l.sub(h, uint64(l.rules[i].Limit-n+1)))
+		r := &l.rules[i]
+		s, ok := l.stampAt(l.sub(h, uint64(r.Limit-n+1)))
 		if !ok {
 			return 0, false, false
 		}
 		if s > 0 {
-			need = max(need, s+l.rules[i].Window)
+			need = max(need, s+r.Window)
 		}
 	}
 	at, ok = readyFrom(need, t, now)
