@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/slidelimit/slidelimit/keyed"
@@ -18,14 +19,17 @@ import (
 // Decisions map keyed's answers: a refusal by the key's limiter is
 // OverLimit, with RetryAt from the key's ReadyAt; keyed.ErrFull is Full and
 // keyed.ErrNeverReady is Never (refusals, not errors); a factory's error is
-// returned as the limiter's failure. Remaining is the key's TokensAt, for
-// every rule (with several rules, the smallest remaining: a lower bound for
-// the others). Reset is exact for one rule (when the key's whole limit
-// fits again) and, with several rules, twice the rule's window when anything
-// counts against the key: an upper bound for every limiter of this module.
-// With the quota asked for, a request is one call of k's DecideStatus (one
-// lookup of the key), whose answers for ring, window and multi limiters
-// come from the state the decision was made on.
+// returned as the limiter's failure. With one rule, Remaining is the key's
+// TokensAt and Reset when the key's whole limit fits again. With several
+// rules, over multi limiters, each rule's Remaining and Reset are the key's
+// limiter's own for that rule (multi's DecideRules); over a limiter that
+// cannot tell its rules apart, Remaining is the smallest remaining for every
+// rule (a lower bound for the others) and Reset twice the rule's window when
+// anything counts against the key (an upper bound for every limiter of this
+// module). With the quota asked for, a request is one call of k's
+// DecideStatus or DecideRules (one lookup of the key), whose answers for
+// ring, window and multi limiters come from the state the decision was made
+// on.
 //
 // A nil k, or no rules, gives a Limiter that New rejects.
 func Keyed[L keyed.PerKey](k *keyed.Limiter[string, L], rules ...Rule) Limiter {
@@ -62,6 +66,12 @@ type statusStore interface {
 	DecideStatus(key string, now time.Time, n int) (keyed.Status, error)
 }
 
+// rulesStore is a keyed store that also reports each rule's quota with a
+// decision, when the key's limiter does (keyed.Limiter over multi limiters).
+type rulesStore interface {
+	DecideRules(key string, now time.Time, n int, rules []keyed.Status) (keyed.Status, []keyed.Status, error)
+}
+
 func newPerKey[S keyedStore](k S, rules []Rule) *perKey[S] {
 	p := &perKey[S]{k: k, rules: append([]Rule(nil), rules...)}
 	p.limit = rules[0].Limit
@@ -70,6 +80,10 @@ func newPerKey[S keyedStore](k S, rules []Rule) *perKey[S] {
 	}
 	if s, ok := any(k).(statusStore); ok {
 		p.status = s
+	}
+	if r, ok := any(k).(rulesStore); ok && len(rules) > 1 {
+		p.each = r
+		p.bufs.New = func() any { return new([MaxRules]keyed.Status) }
 	}
 	return p
 }
@@ -83,6 +97,12 @@ type perKey[S keyedStore] struct {
 	// (Without the quota, k's Decide is cheaper: it computes nothing beyond
 	// the decision.)
 	status statusStore
+	// each is k, for several rules, if it can report each rule's quota:
+	// then Remaining and Reset are the key's limiter's own per rule. Its
+	// buffers come from bufs: passed through an interface, a buffer on the
+	// stack would be allocated on every request.
+	each rulesStore
+	bufs sync.Pool
 }
 
 func (p *perKey[S]) Rules() []Rule { return p.rules }
@@ -135,7 +155,16 @@ func (p *perKey[S]) decide(d *Decision, key string, now time.Time, cost int, quo
 // decision's own answer: exact for one rule; for several, the key's
 // remaining for each rule (see quotaOf).
 func (p *perKey[S]) decideStatus(d *Decision, key string, now time.Time, cost int) error {
-	s, err := p.status.DecideStatus(key, now, cost)
+	var s keyed.Status
+	var each []keyed.Status
+	var err error
+	if p.each != nil {
+		buf := p.bufs.Get().(*[MaxRules]keyed.Status)
+		defer p.bufs.Put(buf)
+		s, each, err = p.each.DecideRules(key, now, cost, buf[:0])
+	} else {
+		s, err = p.status.DecideStatus(key, now, cost)
+	}
 	if err != nil && !errors.Is(err, keyed.ErrNeverReady) && !errors.Is(err, keyed.ErrFull) {
 		return err
 	}
@@ -143,7 +172,11 @@ func (p *perKey[S]) decideStatus(d *Decision, key string, now time.Time, cost in
 	if errors.Is(err, keyed.ErrFull) {
 		d.Reason = Full
 	}
-	if len(p.rules) > 1 {
+	switch {
+	case len(p.rules) == 1:
+	case len(each) == len(p.rules):
+		quotaFrom(d, now, each...)
+	default:
 		p.quotaOf(d, s.Remaining)
 	}
 	return nil

@@ -277,6 +277,15 @@ func TestAllocations(t *testing.T) {
 			multi.Rule{Limit: 5, Window: 24 * time.Hour})), httplimit.FieldsOff, 0},
 		{"approx refusals, two rules, fields off", httplimit.Approx(mustApprox(t, multi.Rule{Limit: 1, Window: time.Hour},
 			multi.Rule{Limit: 5, Window: 24 * time.Hour})), httplimit.FieldsOff, 0},
+		// With two rules and the fields on, the RateLimit value of two
+		// items is built for each response (one allocation; values of one
+		// item are cached). Keyed over a multi limiter reads every rule's
+		// quota into a pooled buffer (keyed.Limiter.DecideRules), which
+		// allocates nothing (TestKeyedRulesAllocateNothing).
+		{"multi refusals, two rules, fields on", httplimit.Multi(mustMulti(t, multi.Rule{Limit: 1, Window: time.Hour},
+			multi.Rule{Limit: 5, Window: 24 * time.Hour})), httplimit.FieldsAlways, 1},
+		{"keyed multi refusals, two rules, fields on", httplimit.Keyed(mustKeyedMulti(t, multi.Rule{Limit: 1, Window: time.Hour},
+			multi.Rule{Limit: 5, Window: 24 * time.Hour}), httplimit.Rule{Limit: 1, Window: time.Hour}, httplimit.Rule{Limit: 5, Window: 24 * time.Hour}), httplimit.FieldsAlways, 1},
 	} {
 		m, err := httplimit.New(tt.l, httplimit.SendFields(tt.fields))
 		require.NoError(t, err)
@@ -287,6 +296,28 @@ func TestAllocations(t *testing.T) {
 		allocs := testing.AllocsPerRun(200, func() { h.ServeHTTP(w, r) })
 		assert.LessOrEqual(t, allocs, tt.max, tt.name)
 	}
+}
+
+// TestKeyedRulesAllocateNothing: a decision of Keyed over a multi limiter
+// with two rules, with every rule's quota (one DecideRules call of the key's
+// limiter, into a pooled buffer), allocates nothing for a present key,
+// admitting or refusing.
+func TestKeyedRulesAllocateNothing(t *testing.T) {
+	l := httplimit.Keyed(mustKeyedMulti(t, multi.Rule{Limit: 3, Window: time.Second}, multi.Rule{Limit: 10, Window: time.Minute}),
+		httplimit.Rule{Limit: 3, Window: time.Second}, httplimit.Rule{Limit: 10, Window: time.Minute})
+	ctx := context.Background()
+	now := time.Now()
+	d, err := l.Decide(ctx, "client", now, 1)
+	require.NoError(t, err)
+	require.True(t, d.Allowed)
+	require.Equal(t, 2, d.NumQuota)
+	allocs := testing.AllocsPerRun(1000, func() {
+		now = now.Add(100 * time.Millisecond)
+		if _, err := l.Decide(ctx, "client", now, 1); err != nil {
+			t.Fatal(err)
+		}
+	})
+	assert.Zero(t, allocs)
 }
 
 // With the fields off, an admission skips the quota, but the hooks still see
@@ -326,6 +357,13 @@ func TestNumQuotaOutOfRange(t *testing.T) {
 			assert.Len(t, items, min(max(n, 0), len(two)), "NumQuota %d, allowed %v", n, allowed)
 		}
 	}
+}
+
+func mustKeyedMulti(t *testing.T, rules ...multi.Rule) *keyed.Limiter[string, *multi.Limiter] {
+	t.Helper()
+	k, err := keyed.New[string](func() (*multi.Limiter, error) { return multi.New(rules...) })
+	require.NoError(t, err)
+	return k
 }
 
 func mustMulti(t *testing.T, rules ...multi.Rule) *multi.Limiter {

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/slidelimit/slidelimit/httplimit"
+	"github.com/slidelimit/slidelimit/keyed"
 	"github.com/slidelimit/slidelimit/multi"
 	"github.com/slidelimit/slidelimit/ring"
 	"github.com/slidelimit/slidelimit/window"
@@ -63,6 +64,30 @@ func TestMultiMatchesQueries(t *testing.T) {
 		b, err := multi.NewApprox(rules...)
 		require.NoError(t, err)
 		matchesQueries(t, httplimit.Approx(a), httplimit.ManyByQueries(b), 5, time.Second)
+	})
+}
+
+// TestKeyedMultiMatchesMulti: Keyed over multi limiters with two rules
+// decides each request and reads every rule's quota with one call of the
+// key's limiter's DecideRules (keyed.Limiter.DecideRules); for one key it
+// must answer every field of every decision as Multi and Approx do over one
+// limiter of the same rules, costs that never fit included.
+func TestKeyedMultiMatchesMulti(t *testing.T) {
+	rules := []multi.Rule{{Limit: 5, Window: time.Second}, {Limit: 12, Window: 10 * time.Second}}
+	policy := []httplimit.Rule{{Limit: 5, Window: time.Second}, {Limit: 12, Window: 10 * time.Second}}
+	t.Run("exact", func(t *testing.T) {
+		k, err := keyed.New[string](func() (*multi.Limiter, error) { return multi.New(rules...) })
+		require.NoError(t, err)
+		m, err := multi.New(rules...)
+		require.NoError(t, err)
+		matchesQueries(t, httplimit.Keyed(k, policy...), httplimit.Multi(m), 5, time.Second)
+	})
+	t.Run("approx", func(t *testing.T) {
+		k, err := keyed.New[string](func() (*multi.Approx, error) { return multi.NewApprox(rules...) })
+		require.NoError(t, err)
+		m, err := multi.NewApprox(rules...)
+		require.NoError(t, err)
+		matchesQueries(t, httplimit.Keyed(k, policy...), httplimit.Approx(m), 5, time.Second)
 	})
 }
 

@@ -69,18 +69,51 @@ type statusLimiter interface {
 // after ErrBadKey, ErrFull and a failed creation they are zero. It allocates
 // nothing for a key that is present.
 func (k *Limiter[K, L]) DecideStatus(key K, now time.Time, n int) (Status, error) {
+	s, _, err := k.decide(key, now, n, nil, false)
+	return s, err
+}
+
+// rulesLimiter is a per-key limiter that also reports each of its rules'
+// status with a decision: *multi.Limiter and *multi.Approx.
+type rulesLimiter interface {
+	DecideRules(now time.Time, n int, rules []slidelimit.Status) (slidelimit.Status, []slidelimit.Status)
+}
+
+// DecideRules is DecideStatus, and also appends to rules, when the key's
+// limiter has a DecideRules method (multi limiters), what that method
+// appends for the decision: one Status per rule, that rule alone on the
+// state the decision was made on. When no decision is made (n outside
+// [1, what a new limiter admits]) the Status and the rules' are that
+// method's answer for n, which records nothing (a new limiter's for an
+// absent key). For any other limiter, and after ErrBadKey, ErrFull or a
+// failed creation, it appends nothing. It returns the extended slice. It
+// allocates nothing for a key that is present when rules has room.
+func (k *Limiter[K, L]) DecideRules(key K, now time.Time, n int, rules []Status) (Status, []Status, error) {
+	return k.decide(key, now, n, rules, true)
+}
+
+// decide is DecideRules, appending to rules only if each.
+func (k *Limiter[K, L]) decide(key K, now time.Time, n int, rules []Status, each bool) (Status, []Status, error) {
 	k.mustBeMade()
 	if !k.validKey(key) {
-		return Status{}, ErrBadKey
+		return Status{}, rules, ErrBadKey
 	}
 	if n <= 0 || n > k.maxN {
-		s := Status{Admitted: n == 0, Remaining: k.TokensAt(key, now)}
-		s.ResetAt, _ = k.ReadyAt(key, now, k.maxN)
-		if n == 0 {
-			return s, nil
+		var s Status
+		var ok bool
+		if each {
+			s, rules, ok = k.queryRules(key, now, n, rules)
 		}
-		return s, errNeverReady
+		if !ok {
+			s = Status{Admitted: n == 0, Remaining: k.TokensAt(key, now)}
+			s.ResetAt, _ = k.ReadyAt(key, now, k.maxN)
+		}
+		if n == 0 {
+			return s, rules, nil
+		}
+		return s, rules, errNeverReady
 	}
+	n0 := len(rules)
 	for {
 		e, ok := k.keys.load(key)
 		if ok && e.state.Load() == dead {
@@ -90,16 +123,47 @@ func (k *Limiter[K, L]) DecideStatus(key K, now time.Time, n int) (Status, error
 		if !ok {
 			var err error
 			if e, err = k.create(key, now); err != nil {
-				return Status{}, err
+				return Status{}, rules, err
 			}
 		}
 		// Decided at the floor when now is before it, as AllowN is. Its
 		// RetryAt and ResetAt are then still right for now: after a
 		// decision on n >= 1 something counts at that instant, so both
 		// lie after it.
-		s := k.decideStatus(e.lim, k.clamp(now), n)
+		var s Status
+		if rl, ok := any(e.lim).(rulesLimiter); ok && each {
+			s, rules = rl.DecideRules(k.clamp(now), n, rules[:n0])
+		} else {
+			s = k.decideStatus(e.lim, k.clamp(now), n)
+		}
 		if e.state.Load() == live || e.settle() {
-			return s, nil
+			return s, rules, nil
+		}
+	}
+}
+
+// queryRules is decide for an n that decides nothing (n <= 0, or above what
+// a new limiter admits), when the key's limiter, or for an absent key a new
+// one, has DecideRules: its answer at now, which records nothing. ok is
+// false, with nothing appended, when it has none, or when the key is absent
+// and could not be created.
+func (k *Limiter[K, L]) queryRules(key K, now time.Time, n int, rules []Status) (s Status, _ []Status, ok bool) {
+	n0 := len(rules)
+	for {
+		e, present := k.keys.load(key)
+		lim := k.fresh
+		if present {
+			lim = e.lim
+		} else if k.full() || k.failed.Load() {
+			return Status{}, rules, false
+		}
+		rl, has := any(lim).(rulesLimiter)
+		if !has {
+			return Status{}, rules, false
+		}
+		s, rules = rl.DecideRules(k.clamp(now), n, rules[:n0])
+		if !present || e.state.Load() != dead {
+			return s, rules, true
 		}
 	}
 }

@@ -204,7 +204,8 @@ type Limiter[K comparable, L PerKey] struct {
 	keys       store[K, *entry[L]]
 	newLimiter func() (L, error)
 	// fresh was made by New and is never decided on: it answers TokensAt and
-	// ReadyAt for absent keys.
+	// ReadyAt for absent keys (and DecideRules for costs that decide
+	// nothing).
 	fresh L
 	// maxN is fresh's TokensAt when New made it: the largest n any key's
 	// limiter can admit.

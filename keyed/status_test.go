@@ -222,3 +222,100 @@ func TestOutsideKeyedRingStatus(t *testing.T) {
 		return keyed.New[int](func() (*ring.Limiter, error) { return ring.New(limit, win) }, opts...)
 	}, func(limit int) int { return limit })
 }
+
+// rulesDecider is a multi limiter as TestLimiterDecideRules drives it.
+type rulesDecider interface {
+	keyed.PerKey
+	DecideRules(now time.Time, n int, rules []keyed.Status) (keyed.Status, []keyed.Status)
+}
+
+// TestLimiterDecideRules: over multi limiters (both flavours), DecideRules
+// answers for each key, field by field and rule by rule, what a multi
+// limiter of that key alone answers to the same calls (weights, costs out of
+// range, absent keys among them, stale instants, idle gaps; no sweep, so no
+// key is evicted); its whole Status is DecideStatus's. Over a limiter without DecideRules (a
+// ring) it appends nothing. With room in the slice it allocates nothing for
+// a present key.
+func TestLimiterDecideRules(t *testing.T) {
+	rules := []multi.Rule{{Limit: 4, Window: time.Second}, {Limit: 12, Window: 10 * time.Second}}
+	for _, flavour := range []string{"exact", "approx"} {
+		t.Run(flavour, func(t *testing.T) {
+			mk := func() (rulesDecider, error) {
+				if flavour == "exact" {
+					return multi.New(rules...)
+				}
+				return multi.NewApprox(rules...)
+			}
+			k, err := keyed.New[int](mk)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, err := keyed.New[int](mk) // DecideStatus
+			if err != nil {
+				t.Fatal(err)
+			}
+			alone := map[int]rulesDecider{}
+			seed := rand.Uint64()
+			r := rand.New(rand.NewPCG(seed, 17))
+			now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+			var got, want []keyed.Status
+			for step := range 10_000 {
+				if r.IntN(300) == 0 {
+					now = now.Add(time.Duration(r.Int64N(int64(20 * time.Second))))
+				} else {
+					now = now.Add(time.Duration(r.Int64N(int64(50 * time.Millisecond))))
+				}
+				at := now
+				if r.IntN(10) == 0 {
+					at = now.Add(-time.Duration(r.Int64N(int64(time.Second))))
+				}
+				key, n := r.IntN(6), 1+r.IntN(3)
+				switch r.IntN(30) {
+				case 0:
+					n = 5 // above the smallest limit: no decision
+				case 1:
+					n = 0
+				case 2:
+					n = -1
+				}
+				var whole keyed.Status
+				whole, got, err = k.DecideRules(key, at, n, got[:0])
+				st, serr := s.DecideStatus(key, at, n)
+				if (err == nil) != (serr == nil) || !sameStatus(whole, st) {
+					t.Fatalf("seed %d step %d: DecideRules(%d, %v, %d) = %+v, %v; DecideStatus says %+v, %v", seed, step, key, at, n, whole, err, st, serr)
+				}
+				a, ok := alone[key]
+				if !ok {
+					if a, err = mk(); err != nil {
+						t.Fatal(err)
+					}
+					alone[key] = a
+				}
+				var w keyed.Status
+				w, want = a.DecideRules(at, n, want[:0])
+				if !sameStatus(whole, w) || len(got) != len(want) {
+					t.Fatalf("seed %d step %d: DecideRules(%d, %v, %d) = %+v, %+v; the key's limiter alone says %+v, %+v", seed, step, key, at, n, whole, got, w, want)
+				}
+				for i := range got {
+					if !sameStatus(got[i], want[i]) {
+						t.Fatalf("seed %d step %d: DecideRules(%d, %v, %d): rule %d's status %+v; the key's limiter alone says %+v", seed, step, key, at, n, i, got[i], want[i])
+					}
+				}
+			}
+			buf := make([]keyed.Status, 0, len(rules))
+			if allocs := testing.AllocsPerRun(1000, func() {
+				now = now.Add(time.Millisecond)
+				_, buf, _ = k.DecideRules(1, now, 1, buf[:0])
+			}); allocs != 0 {
+				t.Errorf("%v allocs per DecideRules on a present key, want 0", allocs)
+			}
+		})
+	}
+	rk, err := keyed.New[int](func() (*ring.Limiter, error) { return ring.New(3, time.Second) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s, each, err := rk.DecideRules(1, time.Now(), 1, nil); err != nil || !s.Admitted || len(each) != 0 {
+		t.Errorf("over rings: DecideRules = %+v, %+v, %v; want an admission and nothing appended", s, each, err)
+	}
+}
