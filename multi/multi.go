@@ -23,7 +23,10 @@
 // argument.
 //
 // The order of the rules does not matter to any decision; per-rule answers
-// (Rules, RemainingAt) come back in the order given to the constructor.
+// (Rules, RemainingAt, ResetsAt, DecideRules) come back in the order given to
+// the constructor. DecideStatus and DecideRules return, with a decision, what
+// an HTTP 429 and the RateLimit fields need, from the state the decision was
+// made on.
 // Duplicate rules and redundant ones (10 per second beside 5 per second) are
 // accepted: they cost a little time per decision and change nothing else.
 //
