@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/slidelimit/slidelimit/httplimit"
+	"github.com/slidelimit/slidelimit/keyed"
 	"github.com/slidelimit/slidelimit/multi"
 	"github.com/slidelimit/slidelimit/ring"
 	"github.com/slidelimit/slidelimit/window"
@@ -142,6 +143,32 @@ func TestFieldsSeveralRules(t *testing.T) {
 		{"burst", map[string]int64{"r": 0, "t": 1}},
 		{"minute", map[string]int64{"r": 3, "t": 60}},
 	}, parseList(t, w.Header().Values("RateLimit")))
+}
+
+// Keyed over multi limiters with two rules sends each rule's own quota, as
+// Multi does (not the smallest remaining and twice the window), whether the
+// fields go on every response or only on refusals.
+func TestFieldsSeveralRulesKeyed(t *testing.T) {
+	for _, fields := range []httplimit.Fields{httplimit.FieldsAlways, httplimit.FieldsOnRefusal} {
+		k, err := keyed.New[string](func() (*multi.Limiter, error) {
+			return multi.New(multi.Rule{Limit: 2, Window: time.Second}, multi.Rule{Limit: 5, Window: time.Minute})
+		})
+		require.NoError(t, err)
+		l := httplimit.Keyed(k, httplimit.Rule{Limit: 2, Window: time.Second}, httplimit.Rule{Limit: 5, Window: time.Minute})
+		h, c := newMW(t, l, httplimit.PolicyNames("burst", "minute"), httplimit.SendFields(fields))
+		require.Equal(t, 200, get(h, c, 0).Code)
+		w := get(h, c, 100*time.Millisecond)
+		require.Equal(t, 200, w.Code)
+		if fields == httplimit.FieldsAlways {
+			assert.Equal(t, []string{`"burst";r=0;t=1, "minute";r=3;t=60`}, w.Header().Values("RateLimit"))
+		} else {
+			assert.Empty(t, w.Header().Values("RateLimit"))
+		}
+		w = get(h, c, 200*time.Millisecond)
+		require.Equal(t, 429, w.Code)
+		assert.Equal(t, []string{"1"}, w.Header().Values("Retry-After"), "0.8 s rounded up")
+		assert.Equal(t, []string{`"burst";r=0;t=1, "minute";r=3;t=60`}, w.Header().Values("RateLimit"), "fields %v", fields)
+	}
 }
 
 // Multi's Reset is exact per rule: when every admission the rule counts has

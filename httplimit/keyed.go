@@ -26,10 +26,11 @@ import (
 // cannot tell its rules apart, Remaining is the smallest remaining for every
 // rule (a lower bound for the others) and Reset twice the rule's window when
 // anything counts against the key (an upper bound for every limiter of this
-// module). With the quota asked for, a request is one call of k's
-// DecideStatus or DecideRules (one lookup of the key), whose answers for
-// ring, window and multi limiters come from the state the decision was made
-// on.
+// module). With the quota asked for (and, with several rules over multi
+// limiters, always), a request is one call of k's DecideStatus or
+// DecideRules (one lookup of the key), whose answers for ring, window and
+// multi limiters come from the state the decision was made on. Check, which
+// records nothing, reports the bounds above for several rules.
 //
 // A nil k, or no rules, gives a Limiter that New rejects.
 func Keyed[L keyed.PerKey](k *keyed.Limiter[string, L], rules ...Rule) Limiter {
@@ -124,7 +125,9 @@ func (p *perKey[S]) serve(m *Middleware, w http.ResponseWriter, r *http.Request,
 // decide decides into d, a zero Decision, with the quota if quota is true or
 // cost was not admitted. On an error, d is meaningless.
 func (p *perKey[S]) decide(d *Decision, key string, now time.Time, cost int, quota bool) error {
-	if p.status != nil && quota {
+	if p.each != nil || (p.status != nil && quota) {
+		// With several rules over multi limiters, always: a refusal's
+		// quota is then each rule's own in every mode of the fields.
 		return p.decideStatus(d, key, now, cost)
 	}
 	ok, err := p.k.Decide(key, now, cost)
