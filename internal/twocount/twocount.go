@@ -113,6 +113,11 @@ func (r Rule) Fits(prev, curr, el, n int64) bool {
 // Tokens returns the largest n with prev*(W-el) + (curr+n)*W <= limit*W, or
 // 0: limit - curr - ceil(prev*(W-el)/W).
 func (r Rule) Tokens(prev, curr, el int64) int64 {
+	if prev == 0 {
+		// No share of prev (a key's first window, or one after an idle
+		// one): spare the division, the costliest instruction here.
+		return max(r.Limit-curr, 0)
+	}
 	hi, lo := bits.Mul64(uint64(prev), uint64(r.Window-el))
 	// The quotient is at most prev, so hi < W and Div64 cannot overflow.
 	q, rem := bits.Div64(hi, lo, uint64(r.Window))
@@ -160,6 +165,10 @@ func (r Rule) Idle(start, off int64) bool { return Clamp(off)-start >= 2*r.Windo
 // mulDiv returns floor(a*b/c) for a, b, c > 0 when the result is below 2^63;
 // callers guarantee it.
 func mulDiv(a, b, c int64) int64 {
+	if a == 0 {
+		// ReadyAt of the whole limit asks for 0*W/curr: no division.
+		return 0
+	}
 	hi, lo := bits.Mul64(uint64(a), uint64(b))
 	q, _ := bits.Div64(hi, lo, uint64(c))
 	return int64(q)
