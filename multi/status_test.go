@@ -61,8 +61,8 @@ func readyOrZero(l lim, at time.Time, n int) time.Time {
 }
 
 // TestDecideRulesMatchesQueries feeds, one call at a time, the same random
-// calls (weights, zero, negative and too large costs, stale instants, idle
-// gaps) to three limiters of the same rules: one decides with DecideRules,
+// calls (conformance.RandomCall: weights, zero, negative and too large costs,
+// stale instants, idle gaps) to three limiters of the same rules: one decides with DecideRules,
 // one with DecideStatus, one with AllowN and is then asked TokensAt and
 // ReadyAt. Beside them, for each rule, a limiter of that rule alone is given
 // the calls the others admitted, so it holds that rule's part of the state.
@@ -100,26 +100,14 @@ func decideRulesMatchesQueries(t *testing.T, flavour string, rules []multi.Rule)
 	var got []slidelimit.Status
 	var rems []int
 	var resets []time.Time
+	w := rules[0].Window // the shortest, for the steps
+	for _, rl := range rules {
+		w = min(w, rl.Window)
+	}
 	for step := range 20_000 {
-		switch {
-		case r.IntN(300) == 0:
-			now = now.Add(time.Duration(r.Int64N(int64(20 * time.Second)))) // an idle gap
-		default:
-			now = now.Add(time.Duration(r.Int64N(int64(30 * time.Millisecond))))
-		}
-		at := now
-		if r.IntN(10) == 0 {
-			at = now.Add(-time.Duration(r.Int64N(int64(time.Second)))) // stale
-		}
-		n := 1 + r.IntN(min(maxN, 4))
-		switch r.IntN(25) {
-		case 0:
-			n = 0
-		case 1:
-			n = -1 - r.IntN(3)
-		case 2:
-			n = maxN + 1 + r.IntN(3)
-		}
+		var at time.Time
+		var n int
+		now, at, n = conformance.RandomCall(r, now, w, maxN)
 		retry, retryOK := q.ReadyAt(at, n) // a refusal records nothing
 		want := slidelimit.Status{Admitted: q.AllowN(at, n), Remaining: q.TokensAt(at)}
 		if !want.Admitted && n != 0 && retryOK {

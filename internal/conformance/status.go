@@ -57,29 +57,13 @@ func StatusMatchesQueries(t *testing.T, a, b StatusLimiter, t0 time.Time, far ti
 	seed := rand.Uint64()
 	r := rand.New(rand.NewPCG(seed, 11))
 	now := t0
-	step := max(int64(w)/int64(4*limit), 1)
 	for i := range 20_000 {
-		switch {
-		case i == 18_000:
+		if i == 18_000 {
 			now = now.Add(far) // time stops for the limiters from here on
-		case r.IntN(200) == 0:
-			now = now.Add(time.Duration(r.Int64N(int64(3 * w)))) // an idle gap
-		default:
-			now = now.Add(time.Duration(r.Int64N(step)))
 		}
-		at := now
-		if r.IntN(10) == 0 {
-			at = now.Add(-time.Duration(r.Int64N(int64(2 * w)))) // stale
-		}
-		n := 1 + r.IntN(min(limit, 4))
-		switch r.IntN(20) {
-		case 0:
-			n = 0
-		case 1:
-			n = -1 - r.IntN(3)
-		case 2:
-			n = limit + 1 + r.IntN(3)
-		}
+		var at time.Time
+		var n int
+		now, at, n = RandomCall(r, now, w, limit)
 		wantRetry, ready := b.ReadyAt(at, n) // a refusal records nothing
 		want := slidelimit.Status{Admitted: b.AllowN(at, n), Remaining: b.TokensAt(at)}
 		if !want.Admitted && n != 0 && ready {
@@ -94,6 +78,34 @@ func StatusMatchesQueries(t *testing.T, a, b StatusLimiter, t0 time.Time, far ti
 			t.Fatalf("seed %d, call %d: DecideStatus(t0+%v, %d) = %+v, the queries say %+v", seed, i, at.Sub(t0), n, got, want)
 		}
 	}
+}
+
+// RandomCall draws the next call of a serial check on a limiter whose
+// smallest window is w and largest admissible cost limit: it moves now on,
+// by up to w/(4*limit) or, one time in 200, by an idle gap of up to 3w, and
+// returns the instant to pass (now, or one time in 10 a stale instant up to
+// 2w before it) and a cost from 1 to 4, or one time in 20 each 0, a negative
+// cost and one above limit.
+func RandomCall(r *rand.Rand, now time.Time, w time.Duration, limit int) (next, at time.Time, n int) {
+	if r.IntN(200) == 0 {
+		now = now.Add(time.Duration(r.Int64N(int64(3 * w)))) // an idle gap
+	} else {
+		now = now.Add(time.Duration(r.Int64N(max(int64(w)/int64(4*limit), 1))))
+	}
+	at = now
+	if r.IntN(10) == 0 {
+		at = now.Add(-time.Duration(r.Int64N(int64(2 * w)))) // stale
+	}
+	n = 1 + r.IntN(min(limit, 4))
+	switch r.IntN(20) {
+	case 0:
+		n = 0
+	case 1:
+		n = -1 - r.IntN(3)
+	case 2:
+		n = limit + 1 + r.IntN(3)
+	}
+	return now, at, n
 }
 
 // StatusChecked is a limiter whose admissions go through DecideStatus, each
