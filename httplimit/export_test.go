@@ -68,3 +68,9 @@ func (q manyQueries[L]) Decide(_ context.Context, _ string, now time.Time, cost 
 	q.quota(&d, now)
 	return d, nil
 }
+
+// RateLimitRulesValue is the RateLimit value m sends for d, a decision of
+// several rules, from m's cache of such values.
+func RateLimitRulesValue(m *Middleware, d *Decision) []string {
+	return m.values.rules(m.items, d)
+}

@@ -256,6 +256,9 @@ func fillValue(v *[1]string, buf, b []byte) []string {
 // writing into the shared array.
 type valueCache struct {
 	slots [valueCacheN]atomic.Pointer[cachedValue]
+	// many remembers the values of decisions of several rules alike, by
+	// every rule's pair; made on the first such decision.
+	many atomic.Pointer[rulesCache]
 }
 
 // valueCacheN is the number of entries of a valueCache: 4 KiB of pointers per
@@ -298,6 +301,61 @@ func (c *valueCache) value(item string, rem int, reset int64) []string {
 	return e.v[:]
 }
 
+// rulesCache is valueCache's table for the RateLimit values of decisions of
+// several rules, keyed by every rule's (remaining, reset) pair: so that a
+// flood of refusals, whose pairs repeat, allocates nothing with several
+// rules either. It has fewer entries, each larger.
+type rulesCache struct {
+	slots [rulesCacheN]atomic.Pointer[cachedRules]
+}
+
+// rulesCacheN is the number of entries of a rulesCache: 2 KiB of pointers,
+// and at most 96 KiB of entries, per Middleware with several rules.
+const (
+	rulesCacheBits = 8
+	rulesCacheN    = 1 << rulesCacheBits
+)
+
+// cachedRules is one RateLimit value of several items and the pairs it was
+// made for, in one allocation with the value's bytes: 384 bytes on 64-bit
+// platforms, a size class of the allocator.
+type cachedRules struct {
+	n     int
+	pairs [MaxRules][2]int64
+	v     [1]string
+	b     [232]byte
+}
+
+// rules returns the RateLimit value of d, a decision of several rules
+// (items holds each item's constant start `"name";r=`).
+func (c *valueCache) rules(items []string, d *Decision) []string {
+	var pairs [MaxRules][2]int64
+	n := min(d.NumQuota, MaxRules)
+	h := uint64(n)
+	for i := range n {
+		pairs[i] = [2]int64{int64(max(d.Quota[i].Remaining, 0)), seconds(d.Quota[i].Reset)}
+		h = (h^uint64(pairs[i][0]))*0x9e3779b97f4a7c15 ^ uint64(pairs[i][1])*0xc2b2ae3d27d4eb4f
+	}
+	t := c.many.Load()
+	if t == nil {
+		c.many.CompareAndSwap(nil, new(rulesCache))
+		t = c.many.Load()
+	}
+	slot := &t.slots[h>>(64-rulesCacheBits)]
+	if e := slot.Load(); e != nil && e.n == n && e.pairs == pairs {
+		return e.v[:]
+	}
+	var buf [512]byte
+	b := appendRateLimit(buf[:0], items, d)
+	if len(b) > len(cachedRules{}.b) {
+		return headerValue(b) // long policy names: not cached
+	}
+	e := &cachedRules{n: n, pairs: pairs}
+	fillValue(&e.v, e.b[:], b)
+	slot.Store(e)
+	return e.v[:]
+}
+
 // setFields writes the RateLimit fields (and the legacy ones if enabled)
 // for decision d taken at now.
 func (m *Middleware) setFields(h http.Header, d *Decision, now time.Time) {
@@ -308,8 +366,7 @@ func (m *Middleware) setFields(h http.Header, d *Decision, now time.Time) {
 	if d.NumQuota == 1 {
 		h[fieldRateLimit] = m.values.value(m.items[0], max(d.Quota[0].Remaining, 0), seconds(d.Quota[0].Reset))
 	} else {
-		var buf [256]byte
-		h[fieldRateLimit] = headerValue(appendRateLimit(buf[:0], m.items, d))
+		h[fieldRateLimit] = m.values.rules(m.items, d)
 	}
 	if m.legacy == legacyOff {
 		return

@@ -2,6 +2,7 @@ package httplimit_test
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
@@ -378,6 +379,68 @@ func TestFieldsValueCache(t *testing.T) {
 	ml, err := httplimit.New(httplimit.Window(mustWindow(t, 100, time.Minute)), httplimit.PolicyNames(long))
 	require.NoError(t, err)
 	assert.Equal(t, []string{`"` + long + `";r=5;t=6`}, httplimit.RateLimitValue(ml, 5, 6))
+}
+
+// The RateLimit values of decisions of several rules are remembered too, by
+// every rule's pair: every value must be the one made for its pairs, whatever
+// shared its entry before (several goroutines at once, run with -race, and
+// pairs that differ in one number of one rule), a repeated decision shares
+// its value and allocates nothing, and a value too long for an entry is
+// still exact.
+func TestFieldsRulesValueCache(t *testing.T) {
+	m2, err := multi.New(multi.Rule{Limit: 100, Window: time.Minute}, multi.Rule{Limit: 1000, Window: time.Hour})
+	require.NoError(t, err)
+	m, err := httplimit.New(httplimit.Multi(m2), httplimit.PolicyNames("minute", "hour"))
+	require.NoError(t, err)
+	decision := func(r1 int, t1 int64, r2 int, t2 int64) *httplimit.Decision {
+		d := &httplimit.Decision{NumQuota: 2}
+		d.Quota[0] = httplimit.Quota{Remaining: r1, Reset: time.Duration(t1) * time.Second}
+		d.Quota[1] = httplimit.Quota{Remaining: r2, Reset: time.Duration(t2) * time.Second}
+		return d
+	}
+	want := func(r1 int, t1 int64, r2 int, t2 int64) string {
+		return fmt.Sprintf(`"minute";r=%d;t=%d, "hour";r=%d;t=%d`, r1, t1, r2, t2)
+	}
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Go(func() {
+			rng := rand.New(rand.NewPCG(uint64(g), 9))
+			for range 20_000 {
+				r1, t1, r2, t2 := rng.IntN(11), int64(rng.IntN(7)), rng.IntN(11), int64(rng.IntN(7))
+				v := httplimit.RateLimitRulesValue(m, decision(r1, t1, r2, t2))
+				if len(v) != 1 || cap(v) != 1 || v[0] != want(r1, t1, r2, t2) {
+					t.Errorf("value for %d %d %d %d: %q (cap %d)", r1, t1, r2, t2, v, cap(v))
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	for range 2 {
+		for x := range 600 {
+			for _, p := range [][4]int{{x, 1, 2, 3}, {1, x, 2, 3}, {1, 2, x, 3}, {1, 2, 3, x}} {
+				if v := httplimit.RateLimitRulesValue(m, decision(p[0], int64(p[1]), p[2], int64(p[3]))); v[0] != want(p[0], int64(p[1]), p[2], int64(p[3])) {
+					t.Fatalf("value for %v: %q", p, v)
+				}
+			}
+		}
+	}
+	d := decision(0, 42, 7, 3600)
+	first := httplimit.RateLimitRulesValue(m, d)
+	allocs := testing.AllocsPerRun(100, func() {
+		if v := httplimit.RateLimitRulesValue(m, d); &v[0] != &first[0] {
+			t.Fatal("a repeated decision made a new value")
+		}
+	})
+	assert.Zero(t, allocs)
+	long := strings.Repeat("n", 63) // two items of 80 bytes and more: too long for an entry
+	m3, err := multi.New(multi.Rule{Limit: 100, Window: time.Minute}, multi.Rule{Limit: 1000, Window: time.Hour}, multi.Rule{Limit: 5000, Window: 24 * time.Hour})
+	require.NoError(t, err)
+	ml, err := httplimit.New(httplimit.Multi(m3), httplimit.PolicyNames(long+"1", long+"2", long+"3"))
+	require.NoError(t, err)
+	d3 := decision(5, 6, 7, 8)
+	d3.NumQuota, d3.Quota[2] = 3, httplimit.Quota{Remaining: 9, Reset: 10 * time.Second}
+	assert.Equal(t, []string{`"` + long + `1";r=5;t=6, "` + long + `2";r=7;t=8, "` + long + `3";r=9;t=10`}, httplimit.RateLimitRulesValue(ml, d3))
 }
 
 // From the caller's side: every response's RateLimit field, parsed back, is

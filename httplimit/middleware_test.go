@@ -277,15 +277,14 @@ func TestAllocations(t *testing.T) {
 			multi.Rule{Limit: 5, Window: 24 * time.Hour})), httplimit.FieldsOff, 0},
 		{"approx refusals, two rules, fields off", httplimit.Approx(mustApprox(t, multi.Rule{Limit: 1, Window: time.Hour},
 			multi.Rule{Limit: 5, Window: 24 * time.Hour})), httplimit.FieldsOff, 0},
-		// With two rules and the fields on, the RateLimit value of two
-		// items is built for each response (one allocation; values of one
-		// item are cached). Keyed over a multi limiter reads every rule's
-		// quota into a pooled buffer (keyed.Limiter.DecideRules), which
-		// allocates nothing (TestKeyedRulesAllocateNothing).
+		// With two rules and the fields on, a repeated RateLimit value of
+		// two items is remembered as one of one item is. Keyed over a multi
+		// limiter reads every rule's quota into a pooled buffer
+		// (keyed.Limiter.DecideRules).
 		{"multi refusals, two rules, fields on", httplimit.Multi(mustMulti(t, multi.Rule{Limit: 1, Window: time.Hour},
-			multi.Rule{Limit: 5, Window: 24 * time.Hour})), httplimit.FieldsAlways, 1},
+			multi.Rule{Limit: 5, Window: 24 * time.Hour})), httplimit.FieldsAlways, 0},
 		{"keyed multi refusals, two rules, fields on", httplimit.Keyed(mustKeyedMulti(t, multi.Rule{Limit: 1, Window: time.Hour},
-			multi.Rule{Limit: 5, Window: 24 * time.Hour}), httplimit.Rule{Limit: 1, Window: time.Hour}, httplimit.Rule{Limit: 5, Window: 24 * time.Hour}), httplimit.FieldsAlways, 1},
+			multi.Rule{Limit: 5, Window: 24 * time.Hour}), httplimit.Rule{Limit: 1, Window: time.Hour}, httplimit.Rule{Limit: 5, Window: 24 * time.Hour}), httplimit.FieldsAlways, 0},
 	} {
 		m, err := httplimit.New(tt.l, httplimit.SendFields(tt.fields))
 		require.NoError(t, err)
