@@ -45,7 +45,7 @@ func (l *Limiter) DecideRules(now time.Time, n int, rules []slidelimit.Status) (
 	n0 := len(rules)
 	rules = slices.Grow(rules, len(l.rules))[:n0+len(l.rules)]
 	ok, st := l.log.DecideRules(off, int64(n), func(i int, rs slidelog.RuleStatus) {
-		rules[n0+i] = rs.Public(false, l.base, now, off)
+		rs.Into(&rules[n0+i], l.base, now, off)
 	})
 	for i := n0; i < len(rules); i++ {
 		rules[i].Admitted = ok

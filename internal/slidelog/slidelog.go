@@ -348,16 +348,12 @@ func (l *Log) DecideStatus(now int64, n int64) (admitted bool, st Status) {
 	return l.DecideRules(now, n, nil)
 }
 
-// RuleStatus is one rule's part of a decision's status, that rule alone:
-// what it would admit at the decision's instant, and when it alone would
-// admit n (for a refusal) and its whole limit if nothing else were admitted.
-// Offsets, as the Log's instants are; an OK flag is false for never, and
-// RetryOK also for admissions and for n out of [1, minLimit].
-type RuleStatus struct {
-	Remaining        int64
-	Retry, Reset     int64
-	RetryOK, ResetOK bool
-}
+// RuleStatus is one rule's part of a decision's status, that rule alone, in
+// Status's fields: what it would admit at the decision's instant, and when
+// it alone would admit n (for a refusal) and its whole limit if nothing else
+// were admitted. Offsets, as the Log's instants are; an OK flag is false for
+// never, and RetryOK also for admissions and for n out of [1, minLimit].
+type RuleStatus Status
 
 // DecideRules is DecideStatus, and also calls rule (when not nil) with each
 // rule's index, in Init's order, and its RuleStatus on the state the
