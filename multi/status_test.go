@@ -143,65 +143,10 @@ func decideRulesMatchesQueries(t *testing.T, flavour string, rules []multi.Rule)
 	}
 }
 
-// rulesProblem says what is wrong with one answer of DecideRules, judged only
-// from what its caller knows (the instant and cost it passed, the rules): the
-// whole status as conformance.StatusProblem judges a limit of MaxN; each
-// rule's alike for an admission; for a refusal, each rule's RetryAt is the
-// call's instant exactly when that rule alone has room for n, at least one
-// rule has none, and the whole RetryAt is the latest of the rules'.
-func rulesProblem(rules []multi.Rule, maxN, n int, at time.Time, whole slidelimit.Status, each []slidelimit.Status) string {
-	if why := conformance.StatusProblem(maxN, n, at, whole.Admitted, whole.Remaining, whole.RetryAt, whole.ResetAt); why != "" {
-		return "whole: " + why
-	}
-	least, latest, short := maxN, time.Time{}, false
-	for i, s := range each {
-		lim := rules[i].Limit
-		least = min(least, s.Remaining)
-		if s.Admitted != whole.Admitted {
-			return fmt.Sprintf("rule %d: Admitted differs from the decision's", i)
-		}
-		if whole.Admitted {
-			if why := conformance.StatusProblem(lim, n, at, s.Admitted, s.Remaining, s.RetryAt, s.ResetAt); why != "" {
-				return fmt.Sprintf("rule %d: %s", i, why)
-			}
-			continue
-		}
-		inRange := n >= 1 && n <= maxN
-		switch {
-		case s.Remaining < 0 || s.Remaining > lim:
-			return fmt.Sprintf("rule %d: Remaining out of [0, limit]", i)
-		case !inRange && !s.RetryAt.IsZero():
-			return fmt.Sprintf("rule %d: a RetryAt for a cost that never fits", i)
-		case inRange && (s.Remaining >= n) != s.RetryAt.Equal(at):
-			return fmt.Sprintf("rule %d: RetryAt is the call's instant not exactly when the rule has room for n", i)
-		case !s.RetryAt.IsZero() && s.RetryAt.Before(at):
-			return fmt.Sprintf("rule %d: RetryAt before the call's instant", i)
-		case (s.Remaining == lim) != s.ResetAt.Equal(at) || (s.Remaining < lim && !s.ResetAt.After(at)):
-			return fmt.Sprintf("rule %d: ResetAt not the call's instant exactly when the whole limit remains", i)
-		}
-		if s.Remaining < n {
-			short = true
-		}
-		if s.RetryAt.After(latest) {
-			latest = s.RetryAt
-		}
-	}
-	switch {
-	case whole.Remaining != least:
-		return fmt.Sprintf("whole Remaining %d, the least of the rules' is %d", whole.Remaining, least)
-	case whole.Admitted || n < 1 || n > maxN:
-	case !short:
-		return "refused, but every rule has room for n"
-	case !whole.RetryAt.Equal(latest):
-		return fmt.Sprintf("whole RetryAt %v, the latest of the rules' is %v", whole.RetryAt, latest)
-	}
-	return ""
-}
-
 // TestOutsideDecideRules has goroutines decide with DecideRules on one shared
 // limiter, on a shared increasing clock (weighted calls, some stale, some
 // out of range), at GOMAXPROCS 2 and 8: every answer must agree with itself
-// (rulesProblem), although other goroutines admit at the same time. (The
+// (conformance.RulesProblem), although other goroutines admit at the same time. (The
 // bound itself is the shared conformance suite's, TestOutsideConformance.)
 func TestOutsideDecideRules(t *testing.T) {
 	rules := []multi.Rule{{Limit: 5, Window: 200}, {Limit: 40, Window: 20_000}}
@@ -218,6 +163,10 @@ func TestOutsideDecideRules(t *testing.T) {
 func outsideDecideRules(t *testing.T, flavour string, rules []multi.Rule) {
 	l := newStatuser(t, flavour, rules...)
 	maxN := l.MaxN()
+	limits := make([]int, len(rules))
+	for i, rl := range rules {
+		limits[i] = rl.Limit
+	}
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	var clock atomic.Int64
 	var bad atomic.Pointer[string]
@@ -239,7 +188,7 @@ func outsideDecideRules(t *testing.T, flavour string, rules []multi.Rule) {
 				at := t0.Add(time.Duration(c))
 				var whole slidelimit.Status
 				whole, each = l.DecideRules(at, n, each[:0])
-				if why := rulesProblem(rules, maxN, n, at, whole, each); why != "" {
+				if why := conformance.RulesProblem(limits, n, at, whole, each); why != "" {
 					msg := fmt.Sprintf("DecideRules(t0+%d, %d) = %+v, %+v: %s", c, n, whole, each, why)
 					bad.CompareAndSwap(nil, &msg)
 				}

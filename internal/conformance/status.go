@@ -3,6 +3,7 @@ package conformance
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -106,6 +107,67 @@ func RandomCall(r *rand.Rand, now time.Time, w time.Duration, limit int) (next, 
 		n = limit + 1 + r.IntN(3)
 	}
 	return now, at, n
+}
+
+// RulesProblem says what is wrong with one answer of a DecideRules (the
+// multi limiters', keyed.Limiter's over them), judged only from what its
+// caller knows (the instant and cost it passed, the rules' limits): the whole
+// status as StatusProblem judges the smallest limit; each rule's alike for
+// an admission; for a refusal, each rule's RetryAt is the call's instant
+// exactly when that rule alone has room for n, at least one rule has none,
+// and the whole RetryAt is the latest of the rules'. It returns "" for a
+// consistent answer.
+func RulesProblem(limits []int, n int, at time.Time, whole slidelimit.Status, each []slidelimit.Status) string {
+	maxN := slices.Min(limits)
+	if why := StatusProblem(maxN, n, at, whole.Admitted, whole.Remaining, whole.RetryAt, whole.ResetAt); why != "" {
+		return "whole: " + why
+	}
+	if len(each) != len(limits) {
+		return fmt.Sprintf("%d rules' statuses for %d rules", len(each), len(limits))
+	}
+	least, latest, short := maxN, time.Time{}, false
+	for i, s := range each {
+		lim := limits[i]
+		least = min(least, s.Remaining)
+		if s.Admitted != whole.Admitted {
+			return fmt.Sprintf("rule %d: Admitted differs from the decision's", i)
+		}
+		if whole.Admitted {
+			if why := StatusProblem(lim, n, at, s.Admitted, s.Remaining, s.RetryAt, s.ResetAt); why != "" {
+				return fmt.Sprintf("rule %d: %s", i, why)
+			}
+			continue
+		}
+		inRange := n >= 1 && n <= maxN
+		switch {
+		case s.Remaining < 0 || s.Remaining > lim:
+			return fmt.Sprintf("rule %d: Remaining out of [0, limit]", i)
+		case !inRange && !s.RetryAt.IsZero():
+			return fmt.Sprintf("rule %d: a RetryAt for a cost that never fits", i)
+		case inRange && (s.Remaining >= n) != s.RetryAt.Equal(at):
+			return fmt.Sprintf("rule %d: RetryAt is the call's instant not exactly when the rule has room for n", i)
+		case !s.RetryAt.IsZero() && s.RetryAt.Before(at):
+			return fmt.Sprintf("rule %d: RetryAt before the call's instant", i)
+		case (s.Remaining == lim) != s.ResetAt.Equal(at) || (s.Remaining < lim && !s.ResetAt.After(at)):
+			return fmt.Sprintf("rule %d: ResetAt not the call's instant exactly when the whole limit remains", i)
+		}
+		if s.Remaining < n {
+			short = true
+		}
+		if s.RetryAt.After(latest) {
+			latest = s.RetryAt
+		}
+	}
+	switch {
+	case whole.Remaining != least:
+		return fmt.Sprintf("whole Remaining %d, the least of the rules' is %d", whole.Remaining, least)
+	case whole.Admitted || n < 1 || n > maxN:
+	case !short:
+		return "refused, but every rule has room for n"
+	case !whole.RetryAt.Equal(latest):
+		return fmt.Sprintf("whole RetryAt %v, the latest of the rules' is %v", whole.RetryAt, latest)
+	}
+	return ""
 }
 
 // StatusChecked is a limiter whose admissions go through DecideStatus, each
