@@ -30,7 +30,8 @@ import (
 // limiters, always), a request is one call of k's DecideStatus or
 // DecideRules (one lookup of the key), whose answers for ring, window and
 // multi limiters come from the state the decision was made on. Check, which
-// records nothing, reports the bounds above for several rules.
+// records nothing, reads each rule's quota over multi limiters with a cost of
+// 0 (one more lookup).
 //
 // A nil k, or no rules, gives a Limiter that New rejects.
 func Keyed[L keyed.PerKey](k *keyed.Limiter[string, L], rules ...Rule) Limiter {
@@ -202,6 +203,19 @@ func (p *perKey[S]) Check(_ context.Context, key string, now time.Time, cost int
 }
 
 func (p *perKey[S]) quota(d *Decision, key string, now time.Time) {
+	if p.each != nil {
+		// Several rules over multi limiters: each rule's own, from the
+		// key's limiter asked with a cost of 0, which records nothing.
+		buf := p.bufs.Get().(*[MaxRules]keyed.Status)
+		defer p.bufs.Put(buf)
+		s, each, _ := p.each.DecideRules(key, now, 0, buf[:0])
+		if len(each) == len(p.rules) {
+			quotaFrom(d, now, each...)
+		} else {
+			p.quotaOf(d, s.Remaining)
+		}
+		return
+	}
 	rem := p.k.TokensAt(key, now)
 	if len(p.rules) > 1 {
 		p.quotaOf(d, rem)

@@ -91,6 +91,59 @@ func TestKeyedMultiMatchesMulti(t *testing.T) {
 	})
 }
 
+// TestKeyedMultiCheckMatchesMulti: Check of Keyed over multi limiters with
+// two rules, which records nothing, reports each rule's own quota for one
+// key as Multi's and Approx's Check do over one limiter of the same rules,
+// between decisions fed to both alike, and Check never changes a decision.
+func TestKeyedMultiCheckMatchesMulti(t *testing.T) {
+	rules := []multi.Rule{{Limit: 5, Window: time.Second}, {Limit: 12, Window: 10 * time.Second}}
+	policy := []httplimit.Rule{{Limit: 5, Window: time.Second}, {Limit: 12, Window: 10 * time.Second}}
+	for _, flavour := range []string{"exact", "approx"} {
+		t.Run(flavour, func(t *testing.T) {
+			var got, want httplimit.Limiter
+			if flavour == "exact" {
+				k, err := keyed.New[string](func() (*multi.Limiter, error) { return multi.New(rules...) })
+				require.NoError(t, err)
+				m, err := multi.New(rules...)
+				require.NoError(t, err)
+				got, want = httplimit.Keyed(k, policy...), httplimit.Multi(m)
+			} else {
+				k, err := keyed.New[string](func() (*multi.Approx, error) { return multi.NewApprox(rules...) })
+				require.NoError(t, err)
+				m, err := multi.NewApprox(rules...)
+				require.NoError(t, err)
+				got, want = httplimit.Keyed(k, policy...), httplimit.Approx(m)
+			}
+			checker := func(l httplimit.Limiter) httplimit.Checker {
+				c, ok := l.(httplimit.Checker)
+				require.True(t, ok, "the adapter is a Checker")
+				return c
+			}
+			gc, wc := checker(got), checker(want)
+			ctx := context.Background()
+			seed := uint64(time.Now().UnixNano())
+			r := rand.New(rand.NewPCG(seed, 8))
+			now := time.Unix(1_700_000_000, 0)
+			for i := range 5000 {
+				now = now.Add(time.Duration(r.Int64N(int64(100 * time.Millisecond))))
+				cost := 1 + r.IntN(3)
+				g, err := gc.Check(ctx, "client", now, cost)
+				require.NoError(t, err)
+				w, err := wc.Check(ctx, "client", now, cost)
+				require.NoError(t, err)
+				g.RetryAt, w.RetryAt = g.RetryAt.Round(0), w.RetryAt.Round(0)
+				require.Equal(t, w, g, "seed %d, check %d", seed, i)
+				gd, err := got.Decide(ctx, "client", now, cost)
+				require.NoError(t, err)
+				wd, err := want.Decide(ctx, "client", now, cost)
+				require.NoError(t, err)
+				require.Equal(t, wd.Allowed, gd.Allowed, "seed %d, decision %d", seed, i)
+				require.Equal(t, g.Allowed, gd.Allowed, "seed %d: Check said %v, the decision after it %v", seed, g.Allowed, gd.Allowed)
+			}
+		})
+	}
+}
+
 // matchesQueries feeds got and want the same 20,000 random requests and
 // requires equal Decisions.
 func matchesQueries(t *testing.T, got, want httplimit.Limiter, limit int, win time.Duration) {
