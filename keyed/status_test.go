@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -322,18 +321,16 @@ func TestLimiterDecideRules(t *testing.T) {
 }
 
 // TestOutsideLimiterDecideRules: goroutines decide with DecideRules on one
-// keyed.Limiter over multi limiters (both flavours), a few keys, a shared
+// keyed.Limiter over multi limiters (both flavours), four keys, a shared
 // increasing clock (weighted calls, some stale, some out of range), at
 // GOMAXPROCS 2 and 8: every answer must agree with itself and its decision
-// (conformance.RulesProblem), although other goroutines admit on the same
-// keys at the same time.
+// (conformance.RunOutsideRules and RulesProblem), although other goroutines
+// admit on the same keys at the same time.
 func TestOutsideLimiterDecideRules(t *testing.T) {
 	rules := []multi.Rule{{Limit: 5, Window: 200}, {Limit: 40, Window: 20_000}}
-	limits := []int{5, 40}
-	for _, procs := range []int{2, 8} {
-		for _, flavour := range []string{"exact", "approx"} {
-			t.Run(fmt.Sprintf("%s/procs=%d", flavour, procs), func(t *testing.T) {
-				defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+	for _, flavour := range []string{"exact", "approx"} {
+		t.Run(flavour, func(t *testing.T) {
+			conformance.RunOutsideRules(t, []int{5, 40}, 4, 10_000, func() conformance.RulesDecider {
 				k, err := keyed.New[int](func() (rulesDecider, error) {
 					if flavour == "exact" {
 						return multi.New(rules...)
@@ -343,51 +340,8 @@ func TestOutsideLimiterDecideRules(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-				var clock, admitted, refused atomic.Int64
-				var bad atomic.Pointer[string]
-				var wg sync.WaitGroup
-				for g := range 6 {
-					wg.Go(func() {
-						r := rand.New(rand.NewPCG(uint64(g), rand.Uint64()))
-						var each []keyed.Status
-						for range 10_000 {
-							c := clock.Add(1 + r.Int64N(8))
-							if r.IntN(10) == 0 {
-								c -= r.Int64N(300) // stale
-							}
-							key, n := r.IntN(4), 1+r.IntN(3)
-							if r.IntN(40) == 0 {
-								n = 6 // above the smallest limit
-							}
-							at := t0.Add(time.Duration(c))
-							var whole keyed.Status
-							var err error
-							whole, each, err = k.DecideRules(key, at, n, each[:0])
-							why := conformance.RulesProblem(limits, n, at, whole, each)
-							if err != nil && !errors.Is(err, keyed.ErrNeverReady) {
-								why = "unexpected error"
-							}
-							if why != "" {
-								msg := fmt.Sprintf("DecideRules(%d, t0+%d, %d) = %+v, %+v, %v: %s", key, c, n, whole, each, err, why)
-								bad.CompareAndSwap(nil, &msg)
-							}
-							if whole.Admitted {
-								admitted.Add(1)
-							} else {
-								refused.Add(1)
-							}
-						}
-					})
-				}
-				wg.Wait()
-				if p := bad.Load(); p != nil {
-					t.Fatal(*p)
-				}
-				if admitted.Load() == 0 || refused.Load() == 0 {
-					t.Fatalf("%d admissions and %d refusals: the check saw only one kind", admitted.Load(), refused.Load())
-				}
-			})
-		}
+				return k.DecideRules
+			}, func(err error) bool { return errors.Is(err, keyed.ErrNeverReady) })
+		})
 	}
 }

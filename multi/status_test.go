@@ -3,9 +3,6 @@ package multi_test
 import (
 	"fmt"
 	"math/rand/v2"
-	"runtime"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -146,66 +143,21 @@ func decideRulesMatchesQueries(t *testing.T, flavour string, rules []multi.Rule)
 // TestOutsideDecideRules has goroutines decide with DecideRules on one shared
 // limiter, on a shared increasing clock (weighted calls, some stale, some
 // out of range), at GOMAXPROCS 2 and 8: every answer must agree with itself
-// (conformance.RulesProblem), although other goroutines admit at the same time. (The
-// bound itself is the shared conformance suite's, TestOutsideConformance.)
+// (conformance.RunOutsideRules and RulesProblem), although other goroutines
+// admit at the same time. (The bound itself is the shared conformance
+// suite's, TestOutsideConformance.)
 func TestOutsideDecideRules(t *testing.T) {
 	rules := []multi.Rule{{Limit: 5, Window: 200}, {Limit: 40, Window: 20_000}}
-	for _, procs := range []int{2, 8} {
-		for _, flavour := range []string{"exact", "approx"} {
-			t.Run(fmt.Sprintf("%s/procs=%d", flavour, procs), func(t *testing.T) {
-				defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
-				outsideDecideRules(t, flavour, rules)
-			})
-		}
-	}
-}
-
-func outsideDecideRules(t *testing.T, flavour string, rules []multi.Rule) {
-	l := newStatuser(t, flavour, rules...)
-	maxN := l.MaxN()
-	limits := make([]int, len(rules))
-	for i, rl := range rules {
-		limits[i] = rl.Limit
-	}
-	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	var clock atomic.Int64
-	var bad atomic.Pointer[string]
-	var admitted, refused atomic.Int64
-	var wg sync.WaitGroup
-	for g := range 6 {
-		wg.Go(func() {
-			r := rand.New(rand.NewPCG(uint64(g), rand.Uint64()))
-			var each []slidelimit.Status
-			for range 20_000 {
-				c := clock.Add(1 + r.Int64N(8))
-				if r.IntN(10) == 0 {
-					c -= r.Int64N(300) // stale
+	for _, flavour := range []string{"exact", "approx"} {
+		t.Run(flavour, func(t *testing.T) {
+			conformance.RunOutsideRules(t, []int{5, 40}, 1, 20_000, func() conformance.RulesDecider {
+				l := newStatuser(t, flavour, rules...)
+				return func(_ int, at time.Time, n int, each []slidelimit.Status) (slidelimit.Status, []slidelimit.Status, error) {
+					whole, each := l.DecideRules(at, n, each)
+					return whole, each, nil
 				}
-				n := 1 + r.IntN(3)
-				if r.IntN(40) == 0 {
-					n = maxN + 1
-				}
-				at := t0.Add(time.Duration(c))
-				var whole slidelimit.Status
-				whole, each = l.DecideRules(at, n, each[:0])
-				if why := conformance.RulesProblem(limits, n, at, whole, each); why != "" {
-					msg := fmt.Sprintf("DecideRules(t0+%d, %d) = %+v, %+v: %s", c, n, whole, each, why)
-					bad.CompareAndSwap(nil, &msg)
-				}
-				if whole.Admitted {
-					admitted.Add(1)
-				} else {
-					refused.Add(1)
-				}
-			}
+			}, func(error) bool { return false })
 		})
-	}
-	wg.Wait()
-	if p := bad.Load(); p != nil {
-		t.Fatal(*p)
-	}
-	if admitted.Load() == 0 || refused.Load() == 0 {
-		t.Fatalf("%d admissions and %d refusals: the check saw only one kind", admitted.Load(), refused.Load())
 	}
 }
 

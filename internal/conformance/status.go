@@ -3,6 +3,7 @@ package conformance
 import (
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -168,6 +169,72 @@ func RulesProblem(limits []int, n int, at time.Time, whole slidelimit.Status, ea
 		return fmt.Sprintf("whole RetryAt %v, the latest of the rules' is %v", whole.RetryAt, latest)
 	}
 	return ""
+}
+
+// RulesDecider is one decision with every rule's status, for
+// RunOutsideRules: a multi limiter's DecideRules (the key ignored), or a
+// keyed.Limiter's over multi limiters. An error may only be one that names a
+// cost that never fits.
+type RulesDecider func(key int, at time.Time, n int, each []slidelimit.Status) (slidelimit.Status, []slidelimit.Status, error)
+
+// RunOutsideRules has six goroutines decide through decide, calls calls each,
+// on keys keys (0 to keys-1) of limiters of the given rules' limits, on a
+// shared increasing clock (weighted calls, one in ten stale, one in forty
+// above the smallest limit), at GOMAXPROCS 2 and 8, and fails on the first
+// answer RulesProblem finds inconsistent, or if the runs saw only admissions
+// or only refusals. An error must satisfy neverReady.
+func RunOutsideRules(t *testing.T, limits []int, keys, calls int, decide func() RulesDecider, neverReady func(error) bool) {
+	t.Helper()
+	for _, procs := range []int{2, 8} {
+		t.Run(fmt.Sprintf("procs=%d", procs), func(t *testing.T) {
+			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+			d := decide()
+			t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+			var clock, admitted, refused atomic.Int64
+			var bad atomic.Pointer[string]
+			var wg sync.WaitGroup
+			for g := range 6 {
+				wg.Go(func() {
+					r := rand.New(rand.NewPCG(uint64(g), rand.Uint64()))
+					var each []slidelimit.Status
+					for range calls {
+						c := clock.Add(1 + r.Int64N(8))
+						if r.IntN(10) == 0 {
+							c -= r.Int64N(300) // stale
+						}
+						key, n := r.IntN(keys), 1+r.IntN(3)
+						if r.IntN(40) == 0 {
+							n = slices.Min(limits) + 1
+						}
+						at := t0.Add(time.Duration(c))
+						var whole slidelimit.Status
+						var err error
+						whole, each, err = d(key, at, n, each[:0])
+						why := RulesProblem(limits, n, at, whole, each)
+						if err != nil && !neverReady(err) {
+							why = "unexpected error"
+						}
+						if why != "" {
+							msg := fmt.Sprintf("key %d, t0+%d, cost %d: %+v, %+v, %v: %s", key, c, n, whole, each, err, why)
+							bad.CompareAndSwap(nil, &msg)
+						}
+						if whole.Admitted {
+							admitted.Add(1)
+						} else {
+							refused.Add(1)
+						}
+					}
+				})
+			}
+			wg.Wait()
+			if p := bad.Load(); p != nil {
+				t.Fatal(*p)
+			}
+			if admitted.Load() == 0 || refused.Load() == 0 {
+				t.Fatalf("%d admissions and %d refusals: the check saw only one kind", admitted.Load(), refused.Load())
+			}
+		})
+	}
 }
 
 // StatusChecked is a limiter whose admissions go through DecideStatus, each
