@@ -46,6 +46,63 @@ type StatusLimiter interface {
 	Window() time.Duration
 }
 
+// RunStatus runs the one-goroutine checks of a one-rule limiter's
+// DecideStatus that newL makes: StatusMatchesQueries for limits 1, 5, 7 and
+// large (windows of a second down to 10 ms, and an hour), with instants far
+// past the last one the limiter tells apart from the 18,000th call on; the
+// zero value (zero) admitting only n == 0 with nothing remaining of its
+// limit of 0, so the whole of it there now; and no allocation, admitting,
+// refusing a cost above the limit, or for n == 0.
+func RunStatus(t *testing.T, newL func(limit int, w time.Duration) (StatusLimiter, error), zero StatusLimiter, large int, far time.Duration) {
+	t.Helper()
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		limit int
+		w     time.Duration
+	}{
+		{1, time.Second},
+		{5, time.Second},
+		{7, 10 * time.Millisecond},
+		{large, time.Hour},
+	} {
+		t.Run(fmt.Sprintf("limit=%d,window=%v", tc.limit, tc.w), func(t *testing.T) {
+			a, err := newL(tc.limit, tc.w)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := newL(tc.limit, tc.w)
+			if err != nil {
+				t.Fatal(err)
+			}
+			StatusMatchesQueries(t, a, b, t0, far)
+		})
+	}
+	t.Run("zero value", func(t *testing.T) {
+		for _, n := range []int{-1, 0, 1, 2} {
+			want := slidelimit.Status{Admitted: n == 0, ResetAt: t0}
+			if got := zero.DecideStatus(t0, n); got != want {
+				t.Errorf("DecideStatus(t0, %d) = %+v, want %+v", n, got, want)
+			}
+		}
+	})
+	t.Run("allocations", func(t *testing.T) {
+		l, err := newL(1000, time.Millisecond)
+		if err != nil {
+			t.Fatal(err)
+		}
+		now := t0
+		allocs := testing.AllocsPerRun(1000, func() {
+			now = now.Add(time.Microsecond)
+			l.DecideStatus(now, 1)
+			l.DecideStatus(now, 2000)
+			l.DecideStatus(now, 0)
+		})
+		if allocs != 0 {
+			t.Errorf("%v allocs per run, want 0", allocs)
+		}
+	})
+}
+
 // StatusMatchesQueries feeds a and b, two new limiters of one configuration,
 // the same random calls, one at a time: a decides with DecideStatus, b with
 // AllowN and is then asked TokensAt and ReadyAt at the same instant. Costs
