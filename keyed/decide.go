@@ -131,7 +131,11 @@ func (k *Limiter[K, L]) decide(key K, now time.Time, n int, rules []Status, each
 		// decision on n >= 1 something counts at that instant, so both
 		// lie after it.
 		var s Status
-		if rl, ok := any(e.lim).(rulesLimiter); ok && each {
+		var rl rulesLimiter
+		if each { // DecideStatus, the hot one, makes no second type assertion
+			rl, _ = any(e.lim).(rulesLimiter)
+		}
+		if rl != nil {
 			s, rules = rl.DecideRules(k.clamp(now), n, rules[:n0])
 		} else {
 			s = k.decideStatus(e.lim, k.clamp(now), n)
