@@ -166,17 +166,20 @@ func (a *Approx) allowN(off, n int64, seen []ruleView) bool {
 			start, pc := int64(s[ruleW+2*i].Load()), s[ruleW+2*i+1].Load()
 			t := max(off, start)
 			ws, p, c, _ := a.rules[i].Step(start, int64(pc>>32), int64(pc&lowMask), t)
-			if seen != nil {
-				seen[i] = ruleView{t: t, ws: ws, p: p, c: c}
-			}
 			if !a.rules[i].Fits(p, c, t-ws, n) {
 				ok = false
-				if seen == nil {
-					break
-				}
+				break
 			}
 			if onStack {
 				next[i] = [2]uint64{uint64(ws), uint64(p)<<32 | uint64(c+n)}
+			}
+		}
+		if seen != nil {
+			// Every rule's view of the same snapshot, validated with it
+			// below (a pass of its own keeps AllowN's loop as it was).
+			for i := range seen {
+				v := &seen[i]
+				v.t, v.ws, v.p, v.c = a.view(s, i, off)
 			}
 		}
 		if !valid(h, s) {
