@@ -172,6 +172,54 @@ func TestFieldsSeveralRulesKeyed(t *testing.T) {
 	}
 }
 
+// From the caller's side, with two rules: every response's RateLimit field,
+// parsed back, is what a twin keyed.Limiter over multi limiters, fed the same
+// calls at the same instants, reports rule by rule (DecideRules). Forty
+// clients make more distinct sets of pairs than the middleware's table of
+// 256 remembered values of several items, so values are shared, replaced and
+// made again.
+func TestFieldsSeveralRulesMatchTwin(t *testing.T) {
+	rules := []multi.Rule{{Limit: 10, Window: 3 * time.Second}, {Limit: 40, Window: time.Minute}}
+	mk := func() *keyed.Limiter[string, *multi.Limiter] {
+		k, err := keyed.New[string](func() (*multi.Limiter, error) { return multi.New(rules...) })
+		require.NoError(t, err)
+		return k
+	}
+	h, c := newMW(t, httplimit.Keyed(mk(), httplimit.Rule{Limit: 10, Window: 3 * time.Second}, httplimit.Rule{Limit: 40, Window: time.Minute}),
+		httplimit.PolicyNames("short", "long"))
+	twin := mk()
+	rng := rand.New(rand.NewPCG(5, 6))
+	seconds := func(at time.Time) int64 {
+		if d := at.Sub(c.now); d > 0 {
+			return int64((d + time.Second - 1) / time.Second)
+		}
+		return 0
+	}
+	var off time.Duration
+	seen := map[[4]int64]bool{}
+	var each []keyed.Status
+	for i := range 8000 {
+		off += time.Duration(rng.IntN(50)) * time.Millisecond
+		key := "192.0.2." + strconv.Itoa(rng.IntN(40))
+		c.now = t0.Add(off)
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, request(key+":1234"))
+		var s keyed.Status
+		var err error
+		s, each, err = twin.DecideRules(key, c.now, 1, each[:0])
+		require.NoError(t, err)
+		require.Len(t, each, 2)
+		want := []sfItem{
+			{"short", map[string]int64{"r": int64(each[0].Remaining), "t": seconds(each[0].ResetAt)}},
+			{"long", map[string]int64{"r": int64(each[1].Remaining), "t": seconds(each[1].ResetAt)}},
+		}
+		require.Equal(t, want, parseList(t, rec.Header().Values("RateLimit")), "request %d, client %s at %v", i, key, off)
+		require.Equal(t, s.Admitted, rec.Code == http.StatusOK, "request %d", i)
+		seen[[4]int64{want[0].params["r"], want[0].params["t"], want[1].params["r"], want[1].params["t"]}] = true
+	}
+	require.Greater(t, len(seen), 256, "the sets of pairs must outnumber the table's entries")
+}
+
 // Multi's Reset is exact per rule: when every admission the rule counts has
 // left its window, not the rule's whole window.
 func TestMultiResetExact(t *testing.T) {
