@@ -174,13 +174,12 @@ func (a *Approx) allowN(off, n int64, seen []ruleView) bool {
 				next[i] = [2]uint64{uint64(ws), uint64(p)<<32 | uint64(c+n)}
 			}
 		}
-		if seen != nil {
-			// Every rule's view of the same snapshot, validated with it
-			// below (a pass of its own keeps AllowN's loop as it was).
-			for i := range seen {
-				v := &seen[i]
-				v.t, v.ws, v.p, v.c = a.view(s, i, off)
-			}
+		// With seen (DecideRules), every rule's view of the same snapshot,
+		// validated with it below; a pass of its own keeps AllowN's loop as
+		// it was.
+		for i := range seen {
+			v := &seen[i]
+			v.t, v.ws, v.p, v.c = a.view(s, i, off)
 		}
 		if !valid(h, s) {
 			continue // the slot was reused: the head has moved on
