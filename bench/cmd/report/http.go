@@ -231,7 +231,7 @@ func plotHTTP(r results, dir string) error {
 	p.NominalX(names...)
 	p.X.Min, p.X.Max = -0.5, float64(len(cells))-0.5
 	header := []string{
-		"ServeHTTP on a prepared request around a handler that does nothing; every middleware keys by RemoteAddr's IP.",
+		"ServeHTTP on a prepared request around a handler that does nothing; every middleware keys by RemoteAddr's IP (each request's own copy).",
 		"admit: a limit no request reaches; refuse: 1 per hour per key, used up in setup (allocations: see the tables).",
 		"slidelimit: RateLimit fields on every response; slidelimit-nofields: the same middleware with the fields off.",
 	}
