@@ -38,8 +38,8 @@ import (
 // 200) and refuse (one request per hour per key, used up in setup: every
 // measured request gets 429). Keys: 1, or 100k addresses drawn in random
 // order (1k unless BENCH_FULL is set, to keep the race-detector run short).
-// Every measured request carries a RemoteAddr of its own, in cache as a
-// server's freshly read request is (see BenchmarkHTTP). The expected status
+// Every measured request carries a RemoteAddr of its own, in cache as a new
+// connection's is (see httpAddrs). The expected status
 // is checked on every measured request.
 
 func httpKeyCounts() []int {
@@ -241,9 +241,10 @@ func BenchmarkHTTP(b *testing.B) {
 // httpAddrs returns the RemoteAddr of each of n clients, and the RemoteAddr
 // of each measured request: clients drawn in random order, each request's
 // address a copy of its own, laid out in sequence order as keySequence's
-// orderCopies are. A server hands the middleware an address it has just
-// read, in cache, and never the string the middleware first saw for that
-// client; indexing the clients' own strings instead would charge every
+// orderCopies are. A server hands the middleware the address of the
+// request's connection, in cache for a new connection (a kept-alive one, idle
+// long enough, may have let it leave the cache: a layout not measured here),
+// and never the string the middleware first saw for that client; indexing the clients' own strings instead would charge every
 // middleware two cache misses of the harness's (the string and its bytes)
 // on each request. The requests' addresses are cut from one string, so that
 // the collector has no pointer to follow in them: two million strings of
