@@ -190,35 +190,22 @@ func TestFieldsSeveralRulesMatchTwin(t *testing.T) {
 	h, c := newMW(t, httplimit.Keyed(mk(), httplimit.Rule{Limit: 10, Window: 3 * time.Second}, httplimit.Rule{Limit: 200, Window: 10 * time.Minute}),
 		httplimit.PolicyNames("short", "long"))
 	twin := mk()
-	rng := rand.New(rand.NewPCG(5, 6))
-	seconds := func(at time.Time) int64 {
-		if d := at.Sub(c.now); d > 0 {
-			return int64((d + time.Second - 1) / time.Second)
-		}
-		return 0
-	}
-	var off time.Duration
 	seen := map[[4]int64]bool{}
 	var each []keyed.Status
-	for i := range 12000 {
-		off += time.Duration(rng.IntN(50)) * time.Millisecond
-		key := "192.0.2." + strconv.Itoa(rng.IntN(80))
-		c.now = t0.Add(off)
-		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, request(key+":1234"))
+	replayClients(t, h, c, 5, 80, 12000, func(i int, key string, rec *httptest.ResponseRecorder) {
 		var s keyed.Status
 		var err error
 		s, each, err = twin.DecideRules(key, c.now, 1, each[:0])
 		require.NoError(t, err)
 		require.Len(t, each, 2)
 		want := []sfItem{
-			{"short", map[string]int64{"r": int64(each[0].Remaining), "t": seconds(each[0].ResetAt)}},
-			{"long", map[string]int64{"r": int64(each[1].Remaining), "t": seconds(each[1].ResetAt)}},
+			{"short", map[string]int64{"r": int64(each[0].Remaining), "t": resetSeconds(each[0].ResetAt, c.now)}},
+			{"long", map[string]int64{"r": int64(each[1].Remaining), "t": resetSeconds(each[1].ResetAt, c.now)}},
 		}
-		require.Equal(t, want, parseList(t, rec.Header().Values("RateLimit")), "request %d, client %s at %v", i, key, off)
+		require.Equal(t, want, parseList(t, rec.Header().Values("RateLimit")), "request %d, client %s at %v", i, key, c.now.Sub(t0))
 		require.Equal(t, s.Admitted, rec.Code == http.StatusOK, "request %d", i)
 		seen[[4]int64{want[0].params["r"], want[0].params["t"], want[1].params["r"], want[1].params["t"]}] = true
-	}
+	})
 	require.Greater(t, len(seen), 3*256, "the sets of pairs must outnumber the table's entries several times")
 }
 
@@ -502,25 +489,43 @@ func TestFieldsMatchTwin(t *testing.T) {
 	const limit, win = 40, 30 * time.Second
 	h, c := newMW(t, httplimit.KeyedWindow(mustKeyedWindow(t, limit, win)))
 	twin := mustKeyedWindow(t, limit, win)
-	rng := rand.New(rand.NewPCG(3, 4))
-	var off time.Duration
 	seen := map[[2]int64]bool{}
-	for i := range 8000 {
+	replayClients(t, h, c, 3, 40, 8000, func(i int, key string, rec *httptest.ResponseRecorder) {
+		s, err := twin.DecideStatus(key, c.now, 1)
+		require.NoError(t, err)
+		reset := resetSeconds(s.ResetAt, c.now)
+		want := []sfItem{{"40-per-30s", map[string]int64{"r": int64(s.Remaining), "t": reset}}}
+		require.Equal(t, want, parseList(t, rec.Header().Values("RateLimit")), "request %d, client %s at %v", i, key, c.now.Sub(t0))
+		require.Equal(t, s.Admitted, rec.Code == http.StatusOK, "request %d", i)
+		seen[[2]int64{int64(s.Remaining), reset}] = true
+	})
+	require.Greater(t, len(seen), 512, "the pairs must outnumber the table's entries")
+}
+
+// replayClients sends n requests to h from clients of 192.0.2.0/24 drawn at
+// random among the first clients ones (with PCG seed seed), each 0 to 49 ms
+// after the one before on c, starting at t0, and calls check with each
+// request's index, its client's IP and the response, c.now still the
+// request's instant.
+func replayClients(t *testing.T, h http.Handler, c *clock, seed uint64, clients, n int, check func(i int, key string, rec *httptest.ResponseRecorder)) {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(seed, seed+1))
+	var off time.Duration
+	for i := range n {
 		off += time.Duration(rng.IntN(50)) * time.Millisecond
-		key := "192.0.2." + strconv.Itoa(rng.IntN(40))
+		key := "192.0.2." + strconv.Itoa(rng.IntN(clients))
 		c.now = t0.Add(off)
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, request(key+":1234"))
-		s, err := twin.DecideStatus(key, c.now, 1)
-		require.NoError(t, err)
-		reset := int64(0)
-		if d := s.ResetAt.Sub(c.now); d > 0 {
-			reset = int64((d + time.Second - 1) / time.Second)
-		}
-		want := []sfItem{{"40-per-30s", map[string]int64{"r": int64(s.Remaining), "t": reset}}}
-		require.Equal(t, want, parseList(t, rec.Header().Values("RateLimit")), "request %d, client %s at %v", i, key, off)
-		require.Equal(t, s.Admitted, rec.Code == http.StatusOK, "request %d", i)
-		seen[[2]int64{int64(s.Remaining), reset}] = true
+		check(i, key, rec)
 	}
-	require.Greater(t, len(seen), 512, "the pairs must outnumber the table's entries")
+}
+
+// resetSeconds is the RateLimit field's t for a reset at at, seen at now:
+// whole seconds, rounded up, 0 when the whole limit is there.
+func resetSeconds(at, now time.Time) int64 {
+	if d := at.Sub(now); d > 0 {
+		return int64((d + time.Second - 1) / time.Second)
+	}
+	return 0
 }
