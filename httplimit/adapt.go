@@ -125,7 +125,8 @@ func (o *one[L]) serve(m *Middleware, w http.ResponseWriter, r *http.Request, ne
 // cost was not admitted.
 func (o *one[L]) decide(d *Decision, now time.Time, cost int, quota bool) {
 	if o.status != nil && quota {
-		fromStatus(d, o.status.DecideStatus(now, cost), now)
+		s := o.status.DecideStatus(now, cost)
+		fromStatus(d, &s, now)
 		return
 	}
 	decideShared(d, o.l, o.limit, now, cost)
@@ -150,7 +151,7 @@ func (o *one[L]) quota(d *Decision, now time.Time) {
 // quota (DecideStatus): a refusal with no instant to retry at is Never (the
 // cost exceeds the limit, or does not fit even at the last instant the
 // limiter tells apart).
-func fromStatus(d *Decision, s slidelimit.Status, now time.Time) {
+func fromStatus(d *Decision, s *slidelimit.Status, now time.Time) {
 	switch {
 	case s.Admitted:
 		d.Allowed = true
@@ -159,7 +160,11 @@ func fromStatus(d *Decision, s slidelimit.Status, now time.Time) {
 	default:
 		d.Reason = Never
 	}
-	quotaFrom(d, now, s)
+	q := Quota{Remaining: s.Remaining}
+	if !s.ResetAt.IsZero() {
+		q.Reset = max(s.ResetAt.Sub(now), 0)
+	}
+	d.NumQuota, d.Quota[0] = 1, q
 }
 
 // quotaFrom sets d's quota, one rule per status: its Remaining, and its Reset
@@ -271,7 +276,7 @@ func (m *many[L]) decideRules(d *Decision, now time.Time, cost int) {
 	case *multi.Approx:
 		whole, each = l.DecideRules(now, cost, buf[:0])
 	}
-	fromStatus(d, whole, now)
+	fromStatus(d, &whole, now)
 	quotaFrom(d, now, each...)
 }
 

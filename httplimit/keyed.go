@@ -159,29 +159,58 @@ func (p *perKey[S]) decide(d *Decision, key string, now time.Time, cost int, quo
 // decision's own answer: exact for one rule; for several, the key's
 // remaining for each rule (see quotaOf).
 func (p *perKey[S]) decideStatus(d *Decision, key string, now time.Time, cost int) error {
-	var s keyed.Status
-	var each []keyed.Status
-	var err error
 	if p.each != nil {
-		buf := p.bufs.Get().(*[MaxRules]keyed.Status)
-		defer p.bufs.Put(buf)
-		s, each, err = p.each.DecideRules(key, now, cost, buf[:0])
-	} else {
-		s, err = p.status.DecideStatus(key, now, cost)
+		return p.decideEach(d, key, now, cost)
 	}
-	if err != nil && !errors.Is(err, keyed.ErrNeverReady) && !errors.Is(err, keyed.ErrFull) {
+	s, err := p.status.DecideStatus(key, now, cost)
+	if err != nil {
+		return p.refusedWith(d, &s, nil, now, err)
+	}
+	fromStatus(d, &s, now)
+	if len(p.rules) > 1 {
+		p.quotaOf(d, s.Remaining)
+	}
+	return nil
+}
+
+// decideEach is decideStatus for several rules over a limiter that reports
+// each rule's quota.
+func (p *perKey[S]) decideEach(d *Decision, key string, now time.Time, cost int) error {
+	buf := p.bufs.Get().(*[MaxRules]keyed.Status)
+	defer p.bufs.Put(buf)
+	s, each, err := p.each.DecideRules(key, now, cost, buf[:0])
+	if err != nil {
+		return p.refusedWith(d, &s, each, now, err)
+	}
+	fromStatus(d, &s, now)
+	p.quotaEach(d, s.Remaining, each, now)
+	return nil
+}
+
+// quotaEach sets d's quota for several rules: each rule's own when each
+// has one status per rule, else as quotaOf.
+func (p *perKey[S]) quotaEach(d *Decision, rem int, each []keyed.Status, now time.Time) {
+	if len(each) == len(p.rules) {
+		quotaFrom(d, now, each...)
+	} else {
+		p.quotaOf(d, rem)
+	}
+}
+
+// refusedWith fills d for a decision reported with an error err, the
+// status s and, with several rules, each rule's: it returns err unless err
+// is ErrNeverReady (Never) or ErrFull (Full), which are refusals.
+func (p *perKey[S]) refusedWith(d *Decision, s *keyed.Status, each []keyed.Status, now time.Time, err error) error {
+	full := errors.Is(err, keyed.ErrFull)
+	if !full && !errors.Is(err, keyed.ErrNeverReady) {
 		return err
 	}
 	fromStatus(d, s, now) // a refusal with an error names no RetryAt: Never
-	if errors.Is(err, keyed.ErrFull) {
+	if full {
 		d.Reason = Full
 	}
-	switch {
-	case len(p.rules) == 1:
-	case len(each) == len(p.rules):
-		quotaFrom(d, now, each...)
-	default:
-		p.quotaOf(d, s.Remaining)
+	if len(p.rules) > 1 {
+		p.quotaEach(d, s.Remaining, each, now)
 	}
 	return nil
 }
