@@ -114,13 +114,19 @@ for s in $("$out/memkey" -list | grep -E "$big_stores"); do
 	BENCH_FULL=1 b -test.bench "^BenchmarkKeyed\$/^keys=1000000\$/^order=($big_orders)\$/^path=mixed\$/^impl=$s\$" -test.cpu "$cpus"
 done
 
-step "speed: HTTP middlewares, one request, 1 key and 100k keys ($count interleaved runs; each builds its 100k-key fixtures)"
-# One process per run, every middleware in each, so that a change in the
-# machine's load falls on every middleware alike (BenchmarkHTTP has no rounds
-# of its own).
-for ((i = 1; i <= count; i++)); do
-	BENCH_FULL=1 locked "$out/bench.test" -test.run '^$' -test.benchmem -test.count 1 -test.benchtime "$http_benchtime" \
-		-test.cpu 2 -test.bench '^BenchmarkHTTP$' | tee -a "$bench" | grep -E '^Benchmark' >&2 || true
+step "speed: HTTP middlewares, one request, 1 key and 100k keys ($count rounds, each middleware in a process of its own; each builds its 100k-key fixtures)"
+# Each middleware runs in a process of its own, so that what one leaves
+# behind (goroutines, a heap for the collector, caches) does not slow the
+# next; the rounds rotate the order, so that a change in the machine's load
+# falls on every middleware alike. The list is http_test.go's httpImpls
+# (TestCompareRunsEveryHTTPImpl checks it).
+http_impls=(slidelimit slidelimit-nofields httprate sethvargo throttled tollbooth ulule)
+for ((i = 0; i < count; i++)); do
+	for ((j = 0; j < ${#http_impls[@]}; j++)); do
+		im=${http_impls[(i + j) % ${#http_impls[@]}]}
+		BENCH_FULL=1 locked "$out/bench.test" -test.run '^$' -test.benchmem -test.count 1 -test.benchtime "$http_benchtime" \
+			-test.cpu 2 -test.bench "^BenchmarkHTTP\$/^path=(admit|refuse)\$/^keys=[0-9]+\$/^impl=$im\$" | tee -a "$bench" | grep -E '^Benchmark' >&2 || true
+	done
 done
 
 step "redis: the Redis limiters against go-redis/redis_rate on a local redis-server (redis/bench.sh)"

@@ -5,6 +5,8 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -344,5 +346,30 @@ func benchHTTP(b *testing.B, im httpImpl, path string, addrs []string, remote *r
 		if on != policy || on != (im.name == "slidelimit") {
 			b.Fatalf("%s: unexpected RateLimit fields on the last response: %v", im.name, w.h)
 		}
+	}
+}
+
+// compare.sh runs each middleware of httpImpls in a process of its own, by
+// name, from a list of its own: a middleware missing from that list would
+// drop out of `make compare`, and a name that is not one would match
+// nothing. The list must be httpImpls' names, in any order.
+func TestCompareRunsEveryHTTPImpl(t *testing.T) {
+	src, err := os.ReadFile("compare.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^http_impls=\(([^)]*)\)$`).FindSubmatch(src)
+	if m == nil {
+		t.Fatal("compare.sh has no line http_impls=(...)")
+	}
+	listed := strings.Fields(string(m[1]))
+	var names []string
+	for _, im := range httpImpls() {
+		names = append(names, im.name)
+	}
+	slices.Sort(listed)
+	slices.Sort(names)
+	if !slices.Equal(listed, names) {
+		t.Fatalf("compare.sh runs the HTTP middlewares %v; httpImpls has %v", listed, names)
 	}
 }
