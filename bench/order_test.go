@@ -3,6 +3,7 @@ package bench
 import (
 	"math"
 	"testing"
+	"unsafe"
 
 	"github.com/stretchr/testify/require"
 
@@ -55,4 +56,29 @@ func TestKeyOrders(t *testing.T) {
 	require.Error(t, err)
 	_, err = stores.Sequence("random", 0, length)
 	require.Error(t, err)
+}
+
+// TestCutCopies checks the random-copies order's keys: equal to the keys
+// they copy, none sharing a key's bytes, and laid out one after another in
+// one string, in sequence order.
+func TestCutCopies(t *testing.T) {
+	keys, err := stores.ClientKeys(1000)
+	require.NoError(t, err)
+	idx, err := stores.Sequence("random", len(keys), 5000)
+	require.NoError(t, err)
+	orig := make([]string, len(idx))
+	for i, k := range idx {
+		orig[i] = keys[k]
+	}
+	seq := append([]string(nil), orig...)
+	cutCopies(seq)
+	for i := range seq {
+		require.Equal(t, orig[i], seq[i])
+		at := uintptr(unsafe.Pointer(unsafe.StringData(seq[i])))
+		require.NotEqual(t, uintptr(unsafe.Pointer(unsafe.StringData(orig[i]))), at, "call %d uses the key's own bytes", i)
+		if i > 0 {
+			prev := uintptr(unsafe.Pointer(unsafe.StringData(seq[i-1])))
+			require.Equal(t, prev+uintptr(len(seq[i-1])), at, "call %d's copy does not follow call %d's", i, i-1)
+		}
+	}
 }
