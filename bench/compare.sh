@@ -3,7 +3,7 @@
 # accuracy (replayed on simulated time), speed (one limiter, keyed stores,
 # HTTP middlewares, the Redis limiters), tail latency and memory, on this machine.
 #
-#   ./compare.sh           representative subset, about three minutes on
+#   ./compare.sh           representative subset, about five minutes on
 #                          2 cores (make compare)
 #   ./compare.sh -full     every benchmark with -count 10, benchstat tables
 #   ./compare.sh -publish  copy the plots of the last full run to docs/img/,

@@ -232,7 +232,7 @@ func plotHTTP(r results, dir string) error {
 	p.X.Min, p.X.Max = -0.5, float64(len(cells))-0.5
 	header := []string{
 		"ServeHTTP on a prepared request around a handler that does nothing; every middleware keys by RemoteAddr's IP (each request's own copy).",
-		"admit: a limit no request reaches; refuse: 1 per hour per key, used up in setup (allocations: see the tables).",
+		"admit: a limit no request reaches; refuse: 1 per hour per key, used up in setup (allocations: see the tables). Each middleware in a process of its own.",
 		"slidelimit: RateLimit fields on every response; slidelimit-nofields: the same middleware with the fields off.",
 	}
 	return savePNG(dir, "speed-http.png", 1, 1, 26*vg.Centimeter, 12*vg.Centimeter, [][]*plot.Plot{{p}}, header...)
