@@ -160,25 +160,27 @@ func fromStatus(d *Decision, s *slidelimit.Status, now time.Time) {
 	default:
 		d.Reason = Never
 	}
-	q := Quota{Remaining: s.Remaining}
-	if !s.ResetAt.IsZero() {
-		q.Reset = max(s.ResetAt.Sub(now), 0)
-	}
-	d.NumQuota, d.Quota[0] = 1, q
+	d.NumQuota, d.Quota[0] = 1, statusQuota(s, now)
 }
 
-// quotaFrom sets d's quota, one rule per status: its Remaining, and its Reset
-// from ResetAt (0 when the whole limit is there now, or when it is unknown).
+// quotaFrom sets d's quota, one rule per status (statusQuota).
 func quotaFrom(d *Decision, now time.Time, rules ...slidelimit.Status) {
 	n := min(len(rules), MaxRules)
 	d.NumQuota = n
 	for i := range n {
-		q := Quota{Remaining: rules[i].Remaining}
-		if !rules[i].ResetAt.IsZero() {
-			q.Reset = max(rules[i].ResetAt.Sub(now), 0)
-		}
-		d.Quota[i] = q
+		d.Quota[i] = statusQuota(&rules[i], now)
 	}
+}
+
+// statusQuota is the quota of one rule's status s at now: its Remaining, and
+// its Reset from ResetAt (0 when the whole limit is there now, or when it is
+// unknown).
+func statusQuota(s *slidelimit.Status, now time.Time) Quota {
+	q := Quota{Remaining: s.Remaining}
+	if !s.ResetAt.IsZero() {
+		q.Reset = max(s.ResetAt.Sub(now), 0)
+	}
+	return q
 }
 
 // resetOf is when the whole limit fits again, from the limiter's ReadyAt.
