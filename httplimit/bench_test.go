@@ -12,49 +12,65 @@ import (
 )
 
 // The middleware's own cost per request, without the peers of the bench
-// module: one key, a keyed window per key as in the bench module's HTTP
-// benchmark, admit path (a limit never reached) and refuse path (a limit
-// used up before the loop), with the RateLimit fields on and off. Profile
-// one case with
+// module: one key, admit path (a limit never reached) and refuse path (a
+// limit used up before the loop), with the RateLimit fields on and off, over
+// the two stores of one window per key: keyed.Window, as in the bench
+// module's HTTP benchmark (httplimit.KeyedWindow), and a keyed.Limiter of
+// window.Limiters (httplimit.Keyed). Profile one case with
 //
-//	go test -run '^$' -bench 'Middleware/path=admit/fields=on' -cpuprofile cpu.out ./httplimit
+//	go test -run '^$' -bench 'Middleware/store=keyed.Window/path=admit/fields=on' -cpuprofile cpu.out ./httplimit
 func BenchmarkMiddleware(b *testing.B) {
-	for _, path := range []string{"admit", "refuse"} {
-		for _, fields := range []struct {
-			name string
-			f    httplimit.Fields
-		}{{"on", httplimit.FieldsAlways}, {"off", httplimit.FieldsOff}} {
-			b.Run("path="+path+"/fields="+fields.name, func(b *testing.B) {
-				// About 10^8 per second: never reached.
-				limit, per := window.MaxLimit, 10*time.Millisecond
-				if path == "refuse" {
-					limit, per = 1, time.Hour
-				}
-				k, err := keyed.New[string](func() (*window.Limiter, error) { return window.New(limit, per) })
-				if err != nil {
-					b.Fatal(err)
-				}
-				m, err := httplimit.New(httplimit.Keyed(k, httplimit.Rule{Limit: limit, Window: per}), httplimit.SendFields(fields.f))
-				if err != nil {
-					b.Fatal(err)
-				}
-				h := m.Handler(ok200)
-				r := request("192.0.2.1:1234")
-				w := &reusable{h: http.Header{}}
-				want := http.StatusOK
-				if path == "refuse" {
-					h.ServeHTTP(w, r) // uses the limit
-					want = http.StatusTooManyRequests
-				}
-				b.ReportAllocs()
-				code := 0
-				for b.Loop() {
-					code = w.serve(h, r)
-				}
-				if code != want {
-					b.Fatalf("status %d, want %d", code, want)
-				}
-			})
+	stores := []struct {
+		name string
+		new  func(limit int, per time.Duration) (httplimit.Limiter, error)
+	}{
+		{"keyed.Window", func(limit int, per time.Duration) (httplimit.Limiter, error) {
+			w, err := keyed.NewWindow[string](limit, per)
+			return httplimit.KeyedWindow(w), err
+		}},
+		{"keyed.Limiter", func(limit int, per time.Duration) (httplimit.Limiter, error) {
+			k, err := keyed.New[string](func() (*window.Limiter, error) { return window.New(limit, per) })
+			return httplimit.Keyed(k, httplimit.Rule{Limit: limit, Window: per}), err
+		}},
+	}
+	for _, st := range stores {
+		for _, path := range []string{"admit", "refuse"} {
+			for _, fields := range []struct {
+				name string
+				f    httplimit.Fields
+			}{{"on", httplimit.FieldsAlways}, {"off", httplimit.FieldsOff}} {
+				b.Run("store="+st.name+"/path="+path+"/fields="+fields.name, func(b *testing.B) {
+					// About 10^8 per second: never reached.
+					limit, per := window.MaxLimit, 10*time.Millisecond
+					if path == "refuse" {
+						limit, per = 1, time.Hour
+					}
+					l, err := st.new(limit, per)
+					if err != nil {
+						b.Fatal(err)
+					}
+					m, err := httplimit.New(l, httplimit.SendFields(fields.f))
+					if err != nil {
+						b.Fatal(err)
+					}
+					h := m.Handler(ok200)
+					r := request("192.0.2.1:1234")
+					w := &reusable{h: http.Header{}}
+					want := http.StatusOK
+					if path == "refuse" {
+						h.ServeHTTP(w, r) // uses the limit
+						want = http.StatusTooManyRequests
+					}
+					b.ReportAllocs()
+					code := 0
+					for b.Loop() {
+						code = w.serve(h, r)
+					}
+					if code != want {
+						b.Fatalf("status %d, want %d", code, want)
+					}
+				})
+			}
 		}
 	}
 }
