@@ -80,7 +80,7 @@ func newPerKey[S keyedStore](k S, rules []Rule) *perKey[S] {
 	for _, r := range rules {
 		p.limit = min(p.limit, r.Limit)
 	}
-	if s, ok := any(k).(statusStore); ok {
+	if s, ok := any(k).(statusStore); ok && len(rules) == 1 {
 		p.status = s
 	}
 	if r, ok := any(k).(rulesStore); ok && len(rules) > 1 {
@@ -94,8 +94,9 @@ type perKey[S keyedStore] struct {
 	k     S
 	rules []Rule
 	limit int // the smallest limit of the rules
-	// status is k, if it reports the key's quota with its decisions: then
-	// a decision that needs the quota is one lookup instead of up to four.
+	// status is k, for one rule, if it reports the key's quota with its
+	// decisions: then a decision that needs the quota is one lookup
+	// instead of up to four.
 	// (Without the quota, k's Decide is cheaper: it computes nothing beyond
 	// the decision.)
 	status statusStore
@@ -155,52 +156,46 @@ func (p *perKey[S]) decide(d *Decision, key string, now time.Time, cost int, quo
 	return nil
 }
 
-// decideStatus is decide on a statusStore, with the quota from the
-// decision's own answer: exact for one rule; for several, the key's
-// remaining for each rule (see quotaOf).
+// decideStatus is decide on a statusStore (one rule) or a rulesStore
+// (several), with the quota from the decision's own answer: exact for one
+// rule; for several, each rule's as the key's limiter reports it, or the
+// key's remaining for each rule (see quotaOf).
 func (p *perKey[S]) decideStatus(d *Decision, key string, now time.Time, cost int) error {
 	if p.each != nil {
 		return p.decideEach(d, key, now, cost)
 	}
 	s, err := p.status.DecideStatus(key, now, cost)
 	if err != nil {
-		return p.refusedWith(d, &s, nil, now, err)
+		return refusedWith(d, &s, now, err)
 	}
 	fromStatus(d, &s, now)
-	if len(p.rules) > 1 {
-		p.quotaOf(d, s.Remaining)
-	}
 	return nil
 }
 
-// decideEach is decideStatus for several rules over a limiter that reports
-// each rule's quota.
+// decideEach is decideStatus for several rules.
 func (p *perKey[S]) decideEach(d *Decision, key string, now time.Time, cost int) error {
 	buf := p.bufs.Get().(*[MaxRules]keyed.Status)
 	defer p.bufs.Put(buf)
 	s, each, err := p.each.DecideRules(key, now, cost, buf[:0])
 	if err != nil {
-		return p.refusedWith(d, &s, each, now, err)
+		if err = refusedWith(d, &s, now, err); err != nil {
+			return err
+		}
+	} else {
+		fromStatus(d, &s, now)
 	}
-	fromStatus(d, &s, now)
-	p.quotaEach(d, s.Remaining, each, now)
-	return nil
-}
-
-// quotaEach sets d's quota for several rules: each rule's own when each
-// has one status per rule, else as quotaOf.
-func (p *perKey[S]) quotaEach(d *Decision, rem int, each []keyed.Status, now time.Time) {
 	if len(each) == len(p.rules) {
 		quotaFrom(d, now, each...)
 	} else {
-		p.quotaOf(d, rem)
+		p.quotaOf(d, s.Remaining)
 	}
+	return nil
 }
 
-// refusedWith fills d for a decision reported with an error err, the
-// status s and, with several rules, each rule's: it returns err unless err
-// is ErrNeverReady (Never) or ErrFull (Full), which are refusals.
-func (p *perKey[S]) refusedWith(d *Decision, s *keyed.Status, each []keyed.Status, now time.Time, err error) error {
+// refusedWith fills d for a keyed decision reported with the status s and
+// the error err, and returns err unless it is ErrNeverReady (Never) or
+// ErrFull (Full), which are refusals.
+func refusedWith(d *Decision, s *keyed.Status, now time.Time, err error) error {
 	full := errors.Is(err, keyed.ErrFull)
 	if !full && !errors.Is(err, keyed.ErrNeverReady) {
 		return err
@@ -208,9 +203,6 @@ func (p *perKey[S]) refusedWith(d *Decision, s *keyed.Status, each []keyed.Statu
 	fromStatus(d, s, now) // a refusal with an error names no RetryAt: Never
 	if full {
 		d.Reason = Full
-	}
-	if len(p.rules) > 1 {
-		p.quotaEach(d, s.Remaining, each, now)
 	}
 	return nil
 }
