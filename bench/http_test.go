@@ -41,8 +41,8 @@ import (
 // measured request gets 429). Keys: 1, or 100k addresses drawn in random
 // order (1k unless BENCH_FULL is set, to keep the race-detector run short).
 // Every measured request carries a RemoteAddr of its own, in cache as a new
-// connection's is (see httpAddrs). The expected status
-// is checked on every measured request.
+// connection's is (see httpAddrs). The expected status is checked on every
+// measured request.
 
 func httpKeyCounts() []int {
 	if os.Getenv("BENCH_FULL") != "" {
@@ -242,18 +242,15 @@ func BenchmarkHTTP(b *testing.B) {
 
 // httpAddrs returns the RemoteAddr of each of n clients, and the RemoteAddr
 // of each measured request: clients drawn in random order, each request's
-// address a copy of its own, laid out in sequence order as keySequence's
-// orderCopies are. A server hands the middleware the address of the
-// request's connection, in cache for a new connection (a kept-alive one, idle
-// long enough, may have let it leave the cache: a layout not measured here),
-// and never the string the middleware first saw for that client; indexing the clients' own strings instead would charge every
+// address a copy of its own, laid out in sequence order (layOut) as
+// keySequence's orderCopies are. A server hands the middleware the address
+// of the request's connection, in cache for a new connection (a kept-alive
+// one, idle long enough, may have let it leave the cache: a layout not
+// measured here), and never the string the middleware first saw for that
+// client; indexing the clients' own strings instead would charge every
 // middleware two cache misses of the harness's (the string and its bytes)
-// on each request. The requests' addresses are cut from one string, so that
-// the collector has no pointer to follow in them: two million strings of
-// their own would make every collection, paid by the middlewares that
-// allocate, mark two million objects of the harness's. Both are made once
-// per n and shared by the paths.
-func httpAddrs(b *testing.B, n int) ([]string, *requestAddrs) {
+// on each request. Both are made once per n and shared by the paths.
+func httpAddrs(b *testing.B, n int) ([]string, *laidOut) {
 	if a, ok := httpAddrCache[n]; ok {
 		return a.addrs, a.remote
 	}
@@ -268,36 +265,20 @@ func httpAddrs(b *testing.B, n int) ([]string, *requestAddrs) {
 	if n > 1 && stores.Distinct(seq) < n*9/10 {
 		b.Fatalf("sequence over %d keys has %d distinct keys", n, stores.Distinct(seq))
 	}
-	var all strings.Builder
-	remote := &requestAddrs{ends: make([]int32, len(seq)+1)}
-	for i, k := range seq {
-		all.WriteString(addrs[k])
-		remote.ends[i+1] = int32(all.Len())
-	}
-	remote.all = all.String()
+	remote := layOut(len(seq), func(i int) string { return addrs[seq[i]] })
 	httpAddrCache[n] = httpAddrSet{addrs, remote}
 	return addrs, remote
 }
 
-// requestAddrs is the measured requests' addresses: request i's is
-// all[ends[i]:ends[i+1]].
-type requestAddrs struct {
-	all  string
-	ends []int32
-}
-
-func (r *requestAddrs) len() int        { return len(r.ends) - 1 }
-func (r *requestAddrs) at(i int) string { return r.all[r.ends[i]:r.ends[i+1]] }
-
 type httpAddrSet struct {
 	addrs  []string
-	remote *requestAddrs
+	remote *laidOut
 }
 
 // httpAddrCache holds httpAddrs' answers for the process's later runs.
 var httpAddrCache = map[int]httpAddrSet{}
 
-func benchHTTP(b *testing.B, im httpImpl, path string, addrs []string, remote *requestAddrs) {
+func benchHTTP(b *testing.B, im httpImpl, path string, addrs []string, remote *laidOut) {
 	h := im.new(path, len(addrs), nop)
 	r := mustNew(http.NewRequest(http.MethodGet, "/", nil))
 	w := &statusWriter{h: http.Header{}}

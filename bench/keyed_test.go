@@ -136,16 +136,11 @@ func keySequence(f *keyedFixture, n int, order string) ([]string, error) {
 }
 
 // cutCopies replaces each string of seq with a copy of it, the copies laid
-// out in seq's order in one string.
+// out in seq's order in one string (layOut).
 func cutCopies(seq []string) {
-	var all strings.Builder
-	for _, s := range seq {
-		all.WriteString(s)
-	}
-	one, at := all.String(), 0
-	for i, s := range seq {
-		seq[i] = one[at : at+len(s)]
-		at += len(s)
+	l := layOut(len(seq), func(i int) string { return seq[i] })
+	for i := range seq {
+		seq[i] = l.at(i)
 	}
 }
 

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"math"
+	"strings"
 	"testing"
 	"unsafe"
 
@@ -57,6 +58,32 @@ func TestKeyOrders(t *testing.T) {
 	_, err = stores.Sequence("random", 0, length)
 	require.Error(t, err)
 }
+
+// laidOut is strings laid out one after another in one string: string i is
+// all[ends[i]:ends[i+1]]. The collector has one object to mark however many
+// strings there are, and nothing to follow in ends; the benchmarks that
+// present a copy of a key (or an address) per call take their copies from
+// one, so that the stores that allocate do not pay, in their collections,
+// for marking millions of the harness's strings.
+type laidOut struct {
+	all  string
+	ends []int32
+}
+
+// layOut lays out the strings s(0), ..., s(n-1).
+func layOut(n int, s func(i int) string) *laidOut {
+	var all strings.Builder
+	l := &laidOut{ends: make([]int32, n+1)}
+	for i := range n {
+		all.WriteString(s(i))
+		l.ends[i+1] = int32(all.Len())
+	}
+	l.all = all.String()
+	return l
+}
+
+func (l *laidOut) len() int        { return len(l.ends) - 1 }
+func (l *laidOut) at(i int) string { return l.all[l.ends[i]:l.ends[i+1]] }
 
 // TestCutCopies checks the random-copies order's keys: equal to the keys
 // they copy, none sharing a key's bytes, and laid out one after another in
