@@ -147,7 +147,7 @@ func TestAutoPipeline(t *testing.T) {
 		rk, err := redis.RedisKey(l0, "plain")
 		require.NoError(t, err)
 		p.armed.Store(true)
-		err = ap.EvalSha(t.Context(), logSHA, []string{rk}, now.UnixMicro(), 1, 0, 5, 3600001, 1, 5, int64(3600000000)).Err()
+		err = ap.EvalSha(t.Context(), logSHA, []string{rk}, now.UnixMicro(), 1, 3600001, 5, int64(3600000000)).Err()
 		require.NoError(t, err, "the autopipeliner retried the lost call and got the second reply")
 		d, err := l0.AllowN(t.Context(), "plain", now, 0)
 		require.NoError(t, err)

@@ -225,6 +225,8 @@ func TestForeignValue(t *testing.T) {
 		// refused until it expires.
 		{lg, strings.Repeat("\x00", 8+6*4), "holds 32 bytes, not a log of capacity 3"},
 		{win, "short", "holds 5 bytes, not a window of 1 rules"},
+		// A window in the previous layout (without exp) likewise.
+		{win, strings.Repeat("\x00", 24), "holds 24 bytes, not a window of 1 rules"},
 		{bkt, "short", "holds 5 bytes, not 968 bytes of counters"},
 	} {
 		rk, err := redis.RedisKey(tc.l, "k")

@@ -112,7 +112,11 @@ type Options struct {
 	// default a key expires once it carries no information on the
 	// server's clock: at least its longest window after the admission
 	// and at most twice that (NewLog), or until the end of the window
-	// after the current one (NewWindow). Instants given by the caller that
+	// after the current one (NewWindow). With a MinTTL a key lives at
+	// least MinTTL after each admission; on the server's clock NewLog and
+	// NewWindow keep it at most twice that (or, NewWindow, until the end of
+	// the window after the current one, if later), so that its expiry is
+	// not set on every admission. Instants given by the caller that
 	// advance more slowly than the server's clock (a replay, a test, a
 	// loaded machine replaying a log) need a longer TTL, or the key may
 	// expire while it still counts; set MinTTL above the real time such a
@@ -162,7 +166,7 @@ type Limiter struct {
 	kind    string // "log", "win" or "bkt", in the key
 	exact   bool
 	rules   []Rule
-	args    []any // the script arguments of one key: a header (log: cap, ttl ms, rules; others: least TTL µs, rules), then limit, window µs (buckets: limit, precision µs, buckets) per rule
+	args    []any // the script arguments of one key: its TTL (log: ttl ms; others: least TTL µs), then limit, window µs (buckets: limit, precision µs, buckets) per rule; a call on several keys adds the number of rules after the TTL
 	maxLim  int
 	keyBase string     // every Redis key starts with it: "prefix:kind:"
 	timeout *deadlines // nil: no timeout
@@ -264,13 +268,13 @@ func newLimiter(c Client, opts Options, rules []Rule, k kind) (*Limiter, error) 
 		l.s, l.kind = logScript, "log"
 		ttl := max(maxW, opts.MinTTL)
 		ttlMS := int64((ttl+time.Millisecond-1)/time.Millisecond) + 1
-		l.args = append(l.args, l.maxLim, ttlMS, len(rules))
+		l.args = append(l.args, ttlMS)
 	case kindWindow:
 		l.s, l.kind = windowScript, "win"
-		l.args = append(l.args, l.minTTL, len(rules))
+		l.args = append(l.args, l.minTTL)
 	default:
 		l.s, l.kind = bucketScript, "bkt"
-		l.args = append(l.args, l.minTTL, len(rules))
+		l.args = append(l.args, l.minTTL)
 	}
 	prefix := opts.Prefix
 	if prefix == "" {
@@ -488,20 +492,24 @@ func decide(ctx context.Context, ls []*Limiter, keys []string, now time.Time, n 
 	if err := ctx.Err(); err != nil {
 		return Decision{}, err
 	}
-	maxLim, nargs, nrules := 0, 3, 0
+	maxLim, nargs, nrules := 0, 2, 0
 	for _, m := range ls {
 		maxLim = max(maxLim, m.maxLim)
-		nargs += len(m.args)
+		nargs += len(m.args) + 1
 		nrules += len(m.rules)
 	}
 	sent := min(n, maxLim+1) // every n above the largest limit is refused alike
-	flag := 0
 	if dry {
-		flag = 1
+		sent = -1 - sent
 	}
-	args := append(make([]any, 0, nargs), at, sent, flag)
-	for _, m := range ls {
-		args = append(args, m.args...)
+	args := append(make([]any, 0, nargs), at, sent)
+	if len(ls) == 1 {
+		args = append(args, l.args...)
+	} else {
+		for _, m := range ls {
+			args = append(args, m.args[0], len(m.rules))
+			args = append(args, m.args[1:]...)
+		}
 	}
 	ctx, cancel := l.timeout.bound(ctx)
 	defer cancel()

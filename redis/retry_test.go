@@ -112,7 +112,7 @@ func TestNoRetryAfterLostReply(t *testing.T) {
 	t.Cleanup(func() { _ = gc.Close() })
 	rk, err := redis.RedisKey(l0, "plain")
 	require.NoError(t, err)
-	err = gc.EvalSha(t.Context(), logSHA, []string{rk}, now.UnixMicro(), 1, 0, 5, 3600001, 1, 5, int64(3600000000)).Err()
+	err = gc.EvalSha(t.Context(), logSHA, []string{rk}, now.UnixMicro(), 1, 3600001, 5, int64(3600000000)).Err()
 	require.NoError(t, err, "go-redis retried the lost call and got the second reply")
 	require.Equal(t, 3, remaining("plain"), "the plain retried call was applied twice")
 

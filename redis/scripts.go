@@ -12,8 +12,14 @@ type script struct {
 }
 
 // luaArgs reads the arguments every script begins with: now (microseconds,
-// or -1 for the server's TIME), the cost n and dry ('1': decide without
-// writing). A block of arguments per key follows them.
+// or -1 for the server's TIME) and the cost n, sent as -1-n for a dry call
+// (decide, write nothing, report the state before the call; the Go side
+// never sends a negative cost). A block of arguments per key follows them:
+// the key's TTL, then a fixed number of arguments per rule. With one key the
+// rules are the arguments left, so their number is not sent (one is the
+// flag); with several, each block has the key's number of rules after its
+// TTL. Every argument costs the server a string object and a Lua string, so
+// none is sent that the script can infer.
 //
 // The scripts read every number from a string by arithmetic (ARGV[i] + 0):
 // Lua converts it as tonumber does, at half the cost of calling tonumber.
@@ -21,7 +27,9 @@ type script struct {
 // with two.
 const luaArgs = `local now = ARGV[1] + 0
 local n = ARGV[2] + 0
-local dry = ARGV[3] == '1'
+local dry = n < 0
+if dry then n = -1 - n end
+local one = #KEYS == 1
 `
 
 // luaServerTime makes now the server's clock, in microseconds since the Unix
@@ -73,10 +81,9 @@ func newScript(src string) script {
 // probe, so it has cap slots and keeps its head (the next slot to write) in
 // the header: base, head, exp, then the slots, 24+6*cap bytes.
 //
-// ARGV: now (-1: the server's TIME), n, dry ("1": decide, write nothing,
-// report the state before the call), then for each key in KEYS: cap (its
-// largest limit), its ttl in milliseconds, its number of rules, and limit
-// and window (microseconds) for each rule. All keys are decided at one
+// ARGV (see luaArgs): now, n, then for each key in KEYS its ttl in
+// milliseconds, and limit and window (microseconds) for each rule; cap is
+// the key's largest limit. All keys are decided at one
 // instant t: now, or the newest stamp of any key when that is later (stale
 // instants never move state backwards).
 //
@@ -129,11 +136,16 @@ local function slots(key, j, m, R)
   return redis.call('GETRANGE', key, 24 + 6 * j, 23 + 6 * R) .. redis.call('GETRANGE', key, 24, 23 + 6 * (j + m - R))
 end
 local ks = {}
-local a = 4
+local a = 3
 for i = 1, #KEYS do
   local key = KEYS[i]
-  local cap = ARGV[a] + 0
-  local nr = ARGV[a + 2] + 0
+  local nr, r0 = (#ARGV - 3) / 2, a + 1
+  if not one then nr, r0 = ARGV[a + 1] + 0, a + 2 end
+  local cap = 0
+  for r = 0, nr - 1 do
+    local l = ARGV[r0 + 2 * r] + 0
+    if l > cap then cap = l end
+  end
   local hdr, R = 16, cap + 1
   if 16 + 6 * R > 8192 then hdr, R = 24, cap end
   local raw, len, blk = nil, 0, nil
@@ -164,12 +176,11 @@ for i = 1, #KEYS do
     v = unpack('<I6', blk, 763)
   end
   if v > TOP and now < base + v - TOP - 1 then now = base + v - TOP - 1 end
-  ks[i] = {key, cap, ARGV[a + 1] + 0, nr, a + 3, raw, len, head, base, R, hdr, exp, v, blk}
-  a = a + 3 + 2 * nr
+  ks[i] = {key, cap, ARGV[a] + 0, nr, r0, raw, len, head, base, R, hdr, exp, v, blk}
+  a = r0 + 2 * nr
 end
-local ok = n >= 0
+local ok = true
 local ready = now
-if n < 0 then ready = -1 end
 local out, no = {0, now, ready}, 3
 -- A stamp lies in (now-w, now] iff its slot exceeds lim = now-w-base+TOP+1
 -- (stamps are at most now; an empty slot, below 2^46, never does: now >=
@@ -367,10 +378,28 @@ return out
 // several at once, all or nothing. Each key holds a string of 24 bytes per
 // rule: three little-endian doubles, the start of the rule's current window
 // (microseconds), the cost admitted in the window before it (prev) and in it
-// (curr). ARGV: now (-1: the server's TIME), n, dry (as for the log), then
-// for each key in KEYS: the least TTL (microseconds), its number of rules,
-// and limit and window (microseconds) for each rule. A key lives until the
-// last rule's state expires: ws+2w, at the least the least TTL.
+// (curr); then exp, a double: the instant on the server's clock
+// (microseconds, a whole millisecond) up to which the key is known to live,
+// 0 when unknown. ARGV (see luaArgs): now, n, then for each key in KEYS the
+// least TTL (microseconds), and limit and window (microseconds) for each
+// rule.
+//
+// A key lives until the last rule's state expires: ws+2w, at the least the
+// least TTL after now; call that instant need. An admission on the server's
+// clock whose need is at most exp writes the rules' states in place
+// (SETRANGE at 0), which leaves exp and the key's TTL as they are; otherwise
+// it writes the key whole with SET ... PXAT e, e = ceil(far/1ms), and stores
+// e in exp, where far is need, or now plus twice the least TTL when that is
+// later. So a key refreshes its expiry once per window (once per least TTL
+// when that is longer), not on every admission (a TTL set with the value
+// costs ~0.8 µs of server time, an in-place write less than a whole one),
+// and lives at most twice the least TTL after its last admission when that
+// is the longer. Redis keeps a key through its
+// expiry millisecond, so exp never claims more than Redis keeps, unless
+// something else shortens the key's TTL (as for the log). With the caller's
+// instants the script has no server clock: it writes the key whole with
+// SET ... PX, the time to need rounded up to a millisecond plus one, and
+// stores exp 0.
 //
 // Each rule decides as package window does: at t = max(now, start), with
 // el = t - ws the time into the window in effect at t and d = w - el, it
@@ -426,24 +455,30 @@ local function exact()
   end
   return {le = le, muldiv = muldiv}
 end
-local ok = n >= 0
+local ok = true
 local ready = now
 local out, no = {0, now, 0}, 3
-local bodies, ttls = {}, {}
+local bodies, ttls, fars, exps = {}, {}, {}, {}
 local unpack, pack = struct.unpack, struct.pack
-local a = 4
+local a = 3
 for i = 1, #KEYS do
   local key = KEYS[i]
-  local ttl = ARGV[a] + 0
-  local nr = ARGV[a + 1] + 0
+  local least = ARGV[a] + 0
+  local ttl = least
+  local nr, r0 = (#ARGV - 3) / 2, a + 1
+  if not one then nr, r0 = ARGV[a + 1] + 0, a + 2 end
   local raw = redis.call('GET', key)
-  if raw and #raw ~= 24 * nr then
-    return redis.error_reply('ERR slidelimit: key ' .. key .. ' holds ' .. #raw .. ' bytes, not a window of ' .. nr .. ' rules')
+  local exp = 0
+  if raw then
+    if #raw ~= 24 * nr + 8 then
+      return redis.error_reply('ERR slidelimit: key ' .. key .. ' holds ' .. #raw .. ' bytes, not a window of ' .. nr .. ' rules')
+    end
+    exp = unpack('<d', raw, 24 * nr + 1)
   end
-  local body = ''
+  local body
   for r = 0, nr - 1 do
-    local l = ARGV[a + 2 + 2 * r] + 0
-    local w = ARGV[a + 3 + 2 * r] + 0
+    local l = ARGV[r0 + 2 * r] + 0
+    local w = ARGV[r0 + 1 + 2 * r] + 0
     local ws, p, c, t = now, 0, 0, now
     if raw then
       local start, pv, cv = unpack('<ddd', raw, 1 + 24 * r)
@@ -469,7 +504,7 @@ for i = 1, #KEYS do
     end
     no = no + 1
     out[no] = l - c - q
-    if n > l or n < 0 then
+    if n > l then
       ok = false
       ready = -1
     elseif n > 0 then
@@ -506,17 +541,29 @@ for i = 1, #KEYS do
         end
       end
     end
-    body = body .. pack('<ddd', ws, p, c + n)
+    local st = pack('<ddd', ws, p, c + n)
+    if body then body = body .. st else body = st end
     local e = ws + 2 * w - now
     if e > ttl then ttl = e end
   end
-  bodies[i], ttls[i] = body, ttl
-  a = a + 2 + 2 * nr
+  -- ttl: the least time the key must live from now; far: the time a
+  -- refreshed expiry gives it, twice the least TTL when that is longer.
+  local far = 2 * least
+  if far < ttl then far = ttl end
+  bodies[i], ttls[i], fars[i], exps[i] = body, ttl, far, exp
+  a = r0 + 2 * nr
 end
 local admit = ok and n > 0 and not dry
 if admit then
   for i = 1, #KEYS do
-    redis.call('SET', KEYS[i], bodies[i], 'PX', floor((ttls[i] + 999) / 1000) + 1)
+    if not srv then
+      redis.call('SET', KEYS[i], bodies[i] .. pack('<d', 0), 'PX', floor((ttls[i] + 999) / 1000) + 1)
+    elseif now + ttls[i] <= exps[i] then
+      redis.call('SETRANGE', KEYS[i], '0', bodies[i])
+    else
+      local e = -floor(-(now + fars[i]) / 1000)
+      redis.call('SET', KEYS[i], bodies[i] .. pack('<d', 1000 * e), 'PXAT', e)
+    end
   end
 end
 if ok then out[1] = 1 end
@@ -535,10 +582,9 @@ return out
 // double, the instant of the latest admission (microseconds), then for each
 // rule k slots of two doubles, a sub-window's index (its start divided by
 // the precision) and the cost admitted in it; sub-window b lives in slot b
-// mod k. ARGV: now (-1: the server's TIME), n, dry (as for the log), then
-// for each key in KEYS: the least TTL (microseconds), its number of rules,
-// and limit, precision p (microseconds) and k = ceil(window/p) for each
-// rule.
+// mod k. ARGV (see luaArgs): now, n, then for each key in KEYS the least
+// TTL (microseconds), and limit, precision p (microseconds) and k =
+// ceil(window/p) for each rule.
 //
 // A stale instant is decided at the latest admission (of any of the keys:
 // all are decided at one instant). At t, with b the index of t's sub-window,
@@ -555,12 +601,13 @@ return out
 // refusal needs ready.
 var bucketScript = newScript(luaArgs + luaServerTime + `local unpack, pack, floor = struct.unpack, struct.pack, math.floor
 local ks = {}
-local a = 4
+local a = 3
 for i = 1, #KEYS do
   local key = KEYS[i]
-  local nr = ARGV[a + 1] + 0
+  local nr, r0 = (#ARGV - 3) / 3, a + 1
+  if not one then nr, r0 = ARGV[a + 1] + 0, a + 2 end
   local size = 8
-  for r = 0, nr - 1 do size = size + 16 * (ARGV[a + 4 + 3 * r] + 0) end
+  for r = 0, nr - 1 do size = size + 16 * (ARGV[r0 + 2 + 3 * r] + 0) end
   local raw = redis.call('GET', key)
   if raw and #raw ~= size then
     return redis.error_reply('ERR slidelimit: key ' .. key .. ' holds ' .. #raw .. ' bytes, not ' .. size .. ' bytes of counters')
@@ -571,10 +618,10 @@ for i = 1, #KEYS do
   else
     raw = nil
   end
-  ks[i] = {key, ARGV[a] + 0, nr, a + 2, raw}
-  a = a + 2 + 3 * nr
+  ks[i] = {key, ARGV[a] + 0, nr, r0, raw}
+  a = r0 + 3 * nr
 end
-local ok = n >= 0
+local ok = true
 local ready = now
 -- now is final: out collects each rule's limit less its sum, adjusted once
 -- the call is decided.
@@ -602,7 +649,7 @@ for i = 1, #KEYS do
     st[r] = {off, b, kb, p, c0}
     no = no + 1
     out[no] = l - sum
-    if n > l or n < 0 then
+    if n > l then
       ok = false
       ready = -1
     elseif n > 0 and sum + n > l then
