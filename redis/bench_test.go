@@ -37,8 +37,11 @@ const (
 
 type decider func(ctx context.Context, key string) error
 
-func benchDeciders(b *testing.B, gc *goredis.Client, rate redis_rate.Limit) map[string]decider {
-	ds := deciders(b, gc, rate, "bench")
+// benchDeciders returns every decider on client gc; ours keep their keys at
+// least minTTL after each admission (0: the default, as short as their
+// information lasts).
+func benchDeciders(b *testing.B, gc *goredis.Client, rate redis_rate.Limit, minTTL time.Duration) map[string]decider {
+	ds := deciders(b, gc, rate, "bench", minTTL)
 	// The same deciders on go-redis's autopipeliner over the same client
 	// ("-ap"): concurrent calls share round trips, each decision still one
 	// script call. Their own keys (redis_rate's are shared), so that each set
@@ -46,7 +49,7 @@ func benchDeciders(b *testing.B, gc *goredis.Client, rate redis_rate.Limit) map[
 	ap, err := gc.AsyncAutoPipeline()
 	require.NoError(b, err)
 	b.Cleanup(func() { _ = ap.Close() })
-	for name, d := range deciders(b, ap, rate, "benchap") {
+	for name, d := range deciders(b, ap, rate, "benchap", minTTL) {
 		if name == "log" || name == "window" || name == "redis_rate" {
 			ds[name+"-ap"] = d
 		}
@@ -62,15 +65,23 @@ func benchDeciders(b *testing.B, gc *goredis.Client, rate redis_rate.Limit) map[
 	return ds
 }
 
-// deciders returns each decider on client u, its keys under prefix.
-func deciders(b *testing.B, u goredis.UniversalClient, rate redis_rate.Limit, prefix string) map[string]decider {
+// deciders returns each decider on client u, its keys under prefix, ours
+// with a MinTTL of minTTL.
+func deciders(b *testing.B, u goredis.UniversalClient, rate redis_rate.Limit, prefix string, minTTL time.Duration) map[string]decider {
 	c, err := redis.NewGoRedis(u)
 	require.NoError(b, err)
 	rule := redis.Rule{Limit: benchLimit, Window: time.Second}
-	lg := mustLog(b, c, redis.Options{Prefix: prefix}, rule)
-	win := mustWindow(b, c, redis.Options{Prefix: prefix}, rule)
-	lg3 := mustLog(b, c, redis.Options{Prefix: prefix + "3"}, rule, redis.Rule{Limit: 1000, Window: time.Minute}, redis.Rule{Limit: 10000, Window: time.Hour})
-	bkt, err := redis.NewBuckets(c, testOptions(redis.Options{Prefix: prefix}), redis.Rule{Limit: benchLimit, Window: time.Second, Precision: 100 * time.Millisecond})
+	// A timeout that a loaded machine cannot reach.
+	opts := func(prefix string) redis.Options {
+		return redis.Options{Prefix: prefix, Timeout: 10 * time.Second, MinTTL: minTTL}
+	}
+	lg, err := redis.NewLog(c, opts(prefix), rule)
+	require.NoError(b, err)
+	win, err := redis.NewWindow(c, opts(prefix), rule)
+	require.NoError(b, err)
+	lg3, err := redis.NewLog(c, opts(prefix+"3"), rule, redis.Rule{Limit: 1000, Window: time.Minute}, redis.Rule{Limit: 10000, Window: time.Hour})
+	require.NoError(b, err)
+	bkt, err := redis.NewBuckets(c, opts(prefix), redis.Rule{Limit: benchLimit, Window: time.Second, Precision: 100 * time.Millisecond})
 	require.NoError(b, err)
 	rr := redis_rate.NewLimiter(u) // its keys are "rate:" + key whatever the client
 	allow := func(l *redis.Limiter) decider {
@@ -104,7 +115,9 @@ func BenchmarkDecide(b *testing.B) {
 	for i := range keys {
 		keys[i] = "user-" + strconv.Itoa(i)
 	}
-	ds := benchDeciders(b, gc, redis_rate.PerSecond(benchLimit))
+	// The options a user leaves alone: keys expire as soon as they carry
+	// no information, so their expiry is refreshed as often as it would be.
+	ds := benchDeciders(b, gc, redis_rate.PerSecond(benchLimit), 0)
 	names := make([]string, 0, len(ds))
 	for n := range ds {
 		names = append(names, n)
@@ -234,7 +247,8 @@ func BenchmarkMemoryPerKey(b *testing.B) {
 			// PerHour: redis_rate's key lives until its bucket is full
 			// again, which at 100 per second is 10 ms, too short to count
 			// (and the other peers' keys live for a window or three).
-			d := benchDeciders(b, gc, redis_rate.PerHour(benchLimit))[name]
+			// Keys that outlive the measurement.
+			d := benchDeciders(b, gc, redis_rate.PerHour(benchLimit), time.Hour)[name]
 			before := usedMemory(b, s.Addr())
 			var wg sync.WaitGroup
 			for w := range 16 {

@@ -32,8 +32,9 @@
 // can be decided together by a Group; any other key with braces gets a digest
 // of itself as its tag. Every key expires once it carries no information
 // (within one to two of its longest window for NewLog, two windows for
-// NewWindow, once its newest sub-window has left every rule for NewBuckets),
-// so Redis holds only the keys active recently.
+// NewWindow, once its newest sub-window has left every rule for NewBuckets,
+// and then at most one longest window more), so Redis holds only the keys
+// active recently.
 //
 // Failures. Each decision has a timeout. When Redis fails or is late, the
 // Options.OnError policy decides: fail closed (an error and a refusal),

@@ -118,109 +118,160 @@ func TestLogExpiryServerClock(t *testing.T) {
 	}
 }
 
-// TestWindowExpiryServerClock: on the server's clock, in real time, a
-// window key's expiry as Redis reports it (PEXPIRETIME) covers the end of the
-// window after each rule's current one (start + 2W, read from the key's
-// value; at a caller's instant, as long after the server's clock as that end
-// is after the instant) and MinTTL after every admission, and is never more
-// than three of the longest windows, or twice MinTTL, after the server's
-// clock (nothing outlives its information by much); the expiry the key's value records never claims more than Redis
-// keeps, and is 0 after a call at the caller's instant. A refused call
-// changes neither the key's value nor its expiry. Most admissions leave the
-// expiry as it was (the value's horizon covers them), and some refresh it;
-// both paths are taken: with one rule, with two of different windows, and
-// with a MinTTL longer than two windows.
-func TestWindowExpiryServerClock(t *testing.T) {
+// TestExpiryHorizonServerClock: on the server's clock, in real time, the
+// expiry of a window key and of a sub-window counters' key as Redis reports
+// it (PEXPIRETIME) covers what the key must keep after every admission: the
+// end of the window after each rule's current one (start + 2W, read from the
+// key's value), or the instant each rule's newest sub-window leaves it ((b+k)
+// * p, from the instant the call was decided at); at a caller's instant, as
+// long after the server's clock as that is after the instant decided at. And at least
+// MinTTL after the call, and never more than three of the longest windows,
+// or twice MinTTL, after the server's clock or the instant decided at, the
+// later (nothing outlives its
+// information by much). The expiry the key's value records (exp) never
+// claims more than Redis keeps, and is 0 after a call at the caller's
+// instant. A refused call changes neither the key's value nor its expiry.
+// Most admissions leave the expiry as it was (exp covers them) and some
+// refresh it: both paths are taken, with one rule, with two of different
+// windows, and with a MinTTL longer than two windows.
+func TestExpiryHorizonServerClock(t *testing.T) {
 	_, gc, c := standalone(t)
 	ctx := t.Context()
-	for ci, tc := range []struct {
+	type config struct {
 		rules  []redis.Rule
 		minTTL time.Duration
-	}{
-		{rules: []redis.Rule{{Limit: 5, Window: 50 * time.Millisecond}}},
-		{rules: []redis.Rule{{Limit: 4, Window: 40 * time.Millisecond}, {Limit: 9, Window: 90 * time.Millisecond}}},
-		{rules: []redis.Rule{{Limit: 5, Window: 50 * time.Millisecond}}, minTTL: 130 * time.Millisecond},
-	} {
-		rules := tc.rules
-		// Not mustWindow: its MinTTL of an hour would hide the expiry.
-		l, err := redis.NewWindow(c, redis.Options{Prefix: "winexp", Timeout: 10 * time.Second, MinTTL: tc.minTTL}, rules...)
-		require.NoError(t, err)
-		longest := rules[len(rules)-1].Window
-		most := max(3*longest, 2*tc.minTTL+2*time.Millisecond) // the longest a key may live past the server's clock
-		key := "k" + strconv.Itoa(ci)
-		rk, err := redis.RedisKey(l, key)
-		require.NoError(t, err)
-		state := func() (string, int64) {
-			v, err := gc.Get(ctx, rk).Result()
-			if errors.Is(err, goredis.Nil) {
-				v, err = "(none)", nil
-			}
-			require.NoError(t, err)
-			e, err := gc.Do(ctx, "PEXPIRETIME", rk).Int64()
-			require.NoError(t, err)
-			return v, e
-		}
-		double := func(v string, i int) int64 {
-			return int64(math.Float64frombits(binary.LittleEndian.Uint64([]byte(v[8*i:]))))
-		}
-		rng := rand.New(rand.NewPCG(uint64(ci), 11))
-		admitted, refused, callers, kept, refreshed := 0, 0, 0, 0, 0
-		end := time.Now().Add(12 * longest)
-		for time.Now().Before(end) || admitted < 30 || refused < 5 || kept < 5 || refreshed < 3 {
-			v0, e0 := state()
-			before, err := gc.Time(ctx).Result()
-			require.NoError(t, err)
-			var at time.Time // zero: the server's clock
-			if rng.IntN(10) == 0 {
-				at = time.Now().Add(time.Duration(rng.IntN(3)) * longest / 6)
-			}
-			d, err := l.AllowN(ctx, key, at, 1)
-			require.NoError(t, err)
-			v1, e1 := state()
-			after, err := gc.Time(ctx).Result()
-			require.NoError(t, err)
-			if e1 == -2 {
-				// The key went away after the call (a loaded machine).
-				require.Greater(t, after.UnixMilli(), e0, "config %d: the key went away before its expiry", ci)
-				continue
-			}
-			if !d.Allowed {
-				refused++
-				require.Equal(t, v0, v1, "config %d: a refused call changed the key", ci)
-				require.Equal(t, e0, e1, "config %d: a refused call changed the key's expiry", ci)
-				continue
-			}
-			admitted++
-			require.Len(t, v1, 24*len(rules)+8, "config %d: the key's value", ci)
-			for r, rule := range rules {
-				// The end of the window after the current one; at the
-				// caller's instant, as long after the server's clock read
-				// before the call as it is after that instant.
-				need := double(v1, 3*r) + 2*rule.Window.Microseconds()
-				if !at.IsZero() {
-					need += before.UnixMicro() - at.UnixMicro()
-				}
-				require.GreaterOrEqual(t, 1000*e1, need, "config %d, admission %d, rule %d: the key expires before the end of the window after its current one", ci, admitted, r)
-			}
-			require.GreaterOrEqual(t, e1, before.UnixMilli()+tc.minTTL.Milliseconds(), "config %d, admission %d: the key lives less than MinTTL", ci, admitted)
-			require.LessOrEqual(t, e1, after.UnixMilli()+most.Milliseconds(), "config %d, admission %d: the key lives too long", ci, admitted)
-			exp := double(v1, 3*len(rules))
-			if !at.IsZero() {
-				callers++
-				require.Zero(t, exp, "config %d: a call at the caller's instant left a horizon", ci)
-			} else {
-				require.LessOrEqual(t, exp, 1000*e1, "config %d, admission %d: the value's horizon claims more than Redis keeps", ci, admitted)
-				if e1 == e0 {
-					kept++
-				} else {
-					refreshed++
-				}
-			}
-			time.Sleep(time.Duration(rng.IntN(int(longest/time.Millisecond)/5)) * time.Millisecond)
-		}
-		t.Logf("config %d: %d admitted (%d at the caller's instants; on the server's clock %d kept the expiry, %d refreshed it), %d refused", ci, admitted, callers, kept, refreshed, refused)
-		require.Positive(t, callers)
 	}
+	ms := time.Millisecond
+	for _, kind := range []struct {
+		name    string
+		configs []config
+		// expAt is the byte offset of exp in a key's value.
+		expAt func(rules []redis.Rule) int
+		// need is what the key must keep for rule r after an admission
+		// decided at at (µs), its value v.
+		need func(v string, r int, rule redis.Rule, at int64) int64
+	}{
+		{
+			name: "window",
+			configs: []config{
+				{rules: []redis.Rule{{Limit: 5, Window: 50 * ms}}},
+				{rules: []redis.Rule{{Limit: 4, Window: 40 * ms}, {Limit: 9, Window: 90 * ms}}},
+				{rules: []redis.Rule{{Limit: 5, Window: 50 * ms}}, minTTL: 130 * ms},
+			},
+			expAt: func(rules []redis.Rule) int { return 24 * len(rules) },
+			need: func(v string, r int, rule redis.Rule, _ int64) int64 {
+				return int64(valueDouble(v, 24*r)) + 2*rule.Window.Microseconds()
+			},
+		},
+		{
+			name: "buckets",
+			configs: []config{
+				// Sub-windows that do not end on a whole millisecond.
+				{rules: []redis.Rule{{Limit: 5, Window: 50 * ms, Precision: 10500 * time.Microsecond}}},
+				{rules: []redis.Rule{{Limit: 4, Window: 40 * ms, Precision: 10 * ms}, {Limit: 9, Window: 90 * ms, Precision: 30 * ms}}},
+				{rules: []redis.Rule{{Limit: 5, Window: 50 * ms, Precision: 10 * ms}}, minTTL: 130 * ms},
+			},
+			expAt: func([]redis.Rule) int { return 8 },
+			need: func(_ string, _ int, rule redis.Rule, at int64) int64 {
+				p := rule.Precision.Microseconds()
+				k := (rule.Window.Microseconds() + p - 1) / p
+				return (at/p + k) * p
+			},
+		},
+	} {
+		t.Run(kind.name, func(t *testing.T) {
+			for ci, tc := range kind.configs {
+				rules := tc.rules
+				// Not mustWindow: its MinTTL of an hour would hide the expiry.
+				o := redis.Options{Prefix: "horizon", Timeout: 10 * time.Second, MinTTL: tc.minTTL}
+				var l *redis.Limiter
+				var err error
+				if kind.name == "window" {
+					l, err = redis.NewWindow(c, o, rules...)
+				} else {
+					l, err = redis.NewBuckets(c, o, rules...)
+				}
+				require.NoError(t, err)
+				longest := rules[len(rules)-1].Window
+				most := max(3*longest, 2*tc.minTTL+2*ms) // the longest a key may live past the server's clock
+				key := "k" + strconv.Itoa(ci)
+				rk, err := redis.RedisKey(l, key)
+				require.NoError(t, err)
+				state := func() (string, int64) {
+					v, err := gc.Get(ctx, rk).Result()
+					if errors.Is(err, goredis.Nil) {
+						v, err = "(none)", nil
+					}
+					require.NoError(t, err)
+					e, err := gc.Do(ctx, "PEXPIRETIME", rk).Int64()
+					require.NoError(t, err)
+					return v, e
+				}
+				rng := rand.New(rand.NewPCG(uint64(ci), 11))
+				admitted, refused, callers, kept, refreshed := 0, 0, 0, 0, 0
+				end := time.Now().Add(12 * longest)
+				for time.Now().Before(end) || admitted < 30 || refused < 5 || kept < 5 || refreshed < 3 {
+					v0, e0 := state()
+					before, err := gc.Time(ctx).Result()
+					require.NoError(t, err)
+					var at time.Time // zero: the server's clock
+					if rng.IntN(10) == 0 {
+						at = time.Now().Add(time.Duration(rng.IntN(3)) * longest / 6)
+					}
+					d, err := l.AllowN(ctx, key, at, 1)
+					require.NoError(t, err)
+					v1, e1 := state()
+					after, err := gc.Time(ctx).Result()
+					require.NoError(t, err)
+					if e1 == -2 {
+						// The key went away after the call (a loaded machine).
+						require.Greater(t, after.UnixMilli(), e0, "config %d: the key went away before its expiry", ci)
+						continue
+					}
+					if !d.Allowed {
+						refused++
+						require.Equal(t, v0, v1, "config %d: a refused call changed the key", ci)
+						require.Equal(t, e0, e1, "config %d: a refused call changed the key's expiry", ci)
+						continue
+					}
+					admitted++
+					for r, rule := range rules {
+						need := kind.need(v1, r, rule, d.At.UnixMicro())
+						if !at.IsZero() {
+							// On the caller's clock, from the instant
+							// decided at (a stale one is moved up).
+							need += before.UnixMicro() - d.At.UnixMicro()
+						}
+						require.GreaterOrEqual(t, 1000*e1, need, "config %d, admission %d, rule %d: the key expires before it stops counting", ci, admitted, r)
+					}
+					require.GreaterOrEqual(t, e1, before.UnixMilli()+tc.minTTL.Milliseconds(), "config %d, admission %d: the key lives less than MinTTL", ci, admitted)
+					// From the server's clock, or from the instant decided at
+					// when a caller's instant ahead of it moved that up.
+					require.LessOrEqual(t, e1, max(after.UnixMilli(), d.At.UnixMilli()+1)+most.Milliseconds(), "config %d, admission %d: the key lives too long", ci, admitted)
+					exp := int64(valueDouble(v1, kind.expAt(rules)))
+					if !at.IsZero() {
+						callers++
+						require.Zero(t, exp, "config %d: a call at the caller's instant left a horizon", ci)
+					} else {
+						require.LessOrEqual(t, exp, 1000*e1, "config %d, admission %d: the value's horizon claims more than Redis keeps", ci, admitted)
+						if e1 == e0 {
+							kept++
+						} else {
+							refreshed++
+						}
+					}
+					time.Sleep(time.Duration(rng.IntN(int(longest/ms)/5)) * ms)
+				}
+				t.Logf("config %d: %d admitted (%d at the caller's instants; on the server's clock %d kept the expiry, %d refreshed it), %d refused", ci, admitted, callers, kept, refreshed, refused)
+				require.Positive(t, callers)
+			}
+		})
+	}
+}
+
+// valueDouble reads the little-endian double at byte off of a key's value.
+func valueDouble(v string, off int) float64 {
+	return math.Float64frombits(binary.LittleEndian.Uint64([]byte(v[off : off+8])))
 }
 
 // TestOutsideExpiryServerTime: keys that expire and come back, seen from

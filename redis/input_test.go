@@ -227,7 +227,9 @@ func TestForeignValue(t *testing.T) {
 		{win, "short", "holds 5 bytes, not a window of 1 rules"},
 		// A window in the previous layout (without exp) likewise.
 		{win, strings.Repeat("\x00", 24), "holds 24 bytes, not a window of 1 rules"},
-		{bkt, "short", "holds 5 bytes, not 968 bytes of counters"},
+		{bkt, "short", "holds 5 bytes, not 976 bytes of counters"},
+		// Counters in the previous layout (without exp) likewise.
+		{bkt, strings.Repeat("\x00", 968), "holds 968 bytes, not 976 bytes of counters"},
 	} {
 		rk, err := redis.RedisKey(tc.l, "k")
 		require.NoError(t, err)

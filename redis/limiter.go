@@ -206,7 +206,7 @@ func NewWindow(c Client, opts Options, rules ...Rule) (*Limiter, error) {
 // the cost admitted in one sub-window (so at most 2*Limit, for a fixed
 // window), and it can refuse a call the exact log would admit when Window is
 // not a multiple of Precision (docs/redis.md). Memory per key does not grow
-// with the limit: 16 bytes per counter plus 8, whatever the limits, so a limit
+// with the limit: 16 bytes per counter plus 16, whatever the limits, so a limit
 // of a million per hour costs a few hundred bytes. Limits are in [1,
 // MaxWindowLimit].
 func NewBuckets(c Client, opts Options, rules ...Rule) (*Limiter, error) {

@@ -578,11 +578,11 @@ return out
 `)
 
 // bucketScript is the sub-window counters of NewBuckets, for one key or
-// several at once, all or nothing. Each key holds a string: a little-endian
-// double, the instant of the latest admission (microseconds), then for each
-// rule k slots of two doubles, a sub-window's index (its start divided by
-// the precision) and the cost admitted in it; sub-window b lives in slot b
-// mod k. ARGV (see luaArgs): now, n, then for each key in KEYS the least
+// several at once, all or nothing. Each key holds a string: two
+// little-endian doubles, the instant of the latest admission (microseconds)
+// and exp (as the window's), then for each rule k slots of two doubles, a
+// sub-window's index (its start divided by the precision) and the cost
+// admitted in it; sub-window b lives in slot b mod k. ARGV (see luaArgs): now, n, then for each key in KEYS the least
 // TTL (microseconds), and limit, precision p (microseconds) and k =
 // ceil(window/p) for each rule.
 //
@@ -593,8 +593,16 @@ return out
 // first sub-window j > b at which the ones that have left (b-k+1 .. j-k) free
 // enough; ready is the latest such start over the refusing rules. A key lives
 // until its newest sub-window leaves every rule: (b+k)*p, at the least the
-// least TTL. A refused call runs no write command; each key is read with one
-// GET and written with one SET (at most 16 KiB per rule). b = floor(t/p) is
+// least TTL after t; call that instant need. A refused call runs no write
+// command; each key is read with one GET (at most 16 KiB per rule). An
+// admission on the server's clock whose need is at most exp writes the
+// latest admission and each rule's slot in place (one SETRANGE each; the TTL
+// and exp stay); otherwise it writes the key whole with SET ... PXAT e, e =
+// ceil(far/1ms), far = need plus the longest window (or t plus twice the
+// least TTL, if later), and stores e in exp: need moves with every
+// sub-window, and the margin lets the expiry be set about once per window.
+// With the caller's instants it writes the key whole with SET ... PX (need,
+// as the window's) and stores exp 0. b = floor(t/p) is
 // the floor of the double quotient, exact since t is below 2^53 (see the
 // window). A rule's pass over its counters keeps only their sum and the
 // current sub-window's cost; the counters by age are read again only when a
@@ -606,19 +614,21 @@ for i = 1, #KEYS do
   local key = KEYS[i]
   local nr, r0 = (#ARGV - 3) / 3, a + 1
   if not one then nr, r0 = ARGV[a + 1] + 0, a + 2 end
-  local size = 8
+  local size = 16
   for r = 0, nr - 1 do size = size + 16 * (ARGV[r0 + 2 + 3 * r] + 0) end
   local raw = redis.call('GET', key)
   if raw and #raw ~= size then
     return redis.error_reply('ERR slidelimit: key ' .. key .. ' holds ' .. #raw .. ' bytes, not ' .. size .. ' bytes of counters')
   end
+  local exp = 0
   if raw then
-    local last = unpack('<d', raw, 1)
+    local last
+    last, exp = unpack('<dd', raw, 1)
     if now < last then now = last end
   else
     raw = nil
   end
-  ks[i] = {key, ARGV[a] + 0, nr, r0, raw}
+  ks[i] = {key, ARGV[a] + 0, nr, r0, raw, nil, exp}
   a = r0 + 3 * nr
 end
 local ok = true
@@ -630,7 +640,7 @@ for i = 1, #KEYS do
   local k = ks[i]
   local raw = k[5]
   local st = {}
-  local off = 9
+  local off = 17
   for r = 0, k[3] - 1 do
     local l = ARGV[k[4] + 3 * r] + 0
     local p = ARGV[k[4] + 1 + 3 * r] + 0
@@ -677,22 +687,47 @@ end
 local admit = ok and n > 0 and not dry
 if admit then
   for i = 1, #KEYS do
-    local key, ttl, nr, raw, st = ks[i][1], ks[i][2], ks[i][3], ks[i][5], ks[i][6]
-    local parts = {pack('<d', now)}
+    local key, least, nr, raw, st, exp = ks[i][1], ks[i][2], ks[i][3], ks[i][5], ks[i][6], ks[i][7]
+    -- ttl: the least time the key must live from now; longest: the
+    -- longest window.
+    local ttl, longest = least, 0
     for r = 0, nr - 1 do
       local s = st[r]
-      local o, b, k, p = s[1], s[2], s[3], s[4]
-      local j = b % k
-      local slot = pack('<dd', b, s[5] + n)
-      if raw then
-        parts[r + 2] = raw:sub(o, o + 16 * j - 1) .. slot .. raw:sub(o + 16 * (j + 1), o + 16 * k - 1)
-      else
-        parts[r + 2] = string.rep('\0', 16 * j) .. slot .. string.rep('\0', 16 * (k - j - 1))
-      end
-      local e = (b + k) * p - now
+      local e = (s[2] + s[3]) * s[4] - now
       if e > ttl then ttl = e end
+      if s[3] * s[4] > longest then longest = s[3] * s[4] end
     end
-    redis.call('SET', key, table.concat(parts), 'PX', floor((ttl + 999) / 1000) + 1)
+    if srv and now + ttl <= exp then
+      -- In place: the latest admission, then each rule's slot.
+      redis.call('SETRANGE', key, '0', pack('<d', now))
+      for r = 0, nr - 1 do
+        local s = st[r]
+        redis.call('SETRANGE', key, s[1] - 1 + 16 * (s[2] % s[3]), pack('<dd', s[2], s[5] + n))
+      end
+    else
+      local parts = {''}
+      for r = 0, nr - 1 do
+        local s = st[r]
+        local o, b, k = s[1], s[2], s[3]
+        local j = b % k
+        local slot = pack('<dd', b, s[5] + n)
+        if raw then
+          parts[r + 2] = raw:sub(o, o + 16 * j - 1) .. slot .. raw:sub(o + 16 * (j + 1), o + 16 * k - 1)
+        else
+          parts[r + 2] = string.rep('\0', 16 * j) .. slot .. string.rep('\0', 16 * (k - j - 1))
+        end
+      end
+      if srv then
+        local far = ttl + longest
+        if far < 2 * least then far = 2 * least end
+        local e = -floor(-(now + far) / 1000)
+        parts[1] = pack('<dd', now, 1000 * e)
+        redis.call('SET', key, table.concat(parts), 'PXAT', e)
+      else
+        parts[1] = pack('<dd', now, 0)
+        redis.call('SET', key, table.concat(parts), 'PX', floor((ttl + 999) / 1000) + 1)
+      end
+    end
   end
 end
 if ok then out[1] = 1 end
