@@ -90,6 +90,31 @@ func (o *bucketOracle) allowN(now int64, n int) (ok bool, at, ready int64, rem [
 	return ok, t, ready, rem
 }
 
+// Fits reports whether allowN(now, n) would admit, changing nothing.
+func (o *bucketOracle) Fits(now int64, n int) bool {
+	t := max(now, o.last)
+	for i, r := range o.rules {
+		if n > r.Limit || (n > 0 && o.used(i, t)+n > r.Limit) {
+			return false
+		}
+	}
+	return true
+}
+
+// Record applies a decision taken by the limiter the oracle shadows: an
+// admission of n at now (moved up to the latest admission, as allowN does).
+func (o *bucketOracle) Record(now int64, n int, admitted bool) {
+	if !admitted || n <= 0 {
+		return
+	}
+	t := max(now, o.last)
+	for i, r := range o.rules {
+		p, _ := shape(r)
+		o.counts[i][t/p] += n
+	}
+	o.last = t
+}
+
 // bucketRuleSets are NewBuckets' replayed configurations: a window a multiple
 // of its precision and one not, a fixed window, several rules at once, and a
 // limit ten times its counters.

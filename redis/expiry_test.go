@@ -291,11 +291,14 @@ func TestOutsideExpiryServerTime(t *testing.T) {
 	s, gc, c1 := standalone(t)
 	_, c2 := connect(t, s)
 	// One rule: a second, shorter one would cap the burst after a pause
-	// and hide the admissions a lost key forgot.
+	// and hide the admissions a lost key forgot. The counters' have three
+	// sub-windows of 20 ms.
 	rules := []redis.Rule{{Limit: 8, Window: 60 * time.Millisecond}}
+	bucketRules := []redis.Rule{{Limit: 8, Window: 60 * time.Millisecond, Precision: 20 * time.Millisecond}}
 	// The phases, in order, and how long each lasts (ms). The key lives at
-	// most two TTLs of 61 ms (the log) or twice the longest window plus a
-	// TTL (the window) after its last admission: 200 ms outlasts both. The
+	// most two TTLs of 61 ms (the log), twice the longest window (the
+	// window) or its newest sub-window's end plus a window (the counters:
+	// 140 ms) after its last admission: 200 ms outlasts them all. The
 	// pauses of 40 to 55 ms after a trickle end while a few of its
 	// admissions still count.
 	const (
@@ -308,10 +311,13 @@ func TestOutsideExpiryServerTime(t *testing.T) {
 		{trickle, 150}, {pause, 40}, {burst, 60}, {trickle, 120}, {pause, 50},
 		{burst, 100}, {pause, 200}, {trickle, 120}, {pause, 55}, {burst, 60},
 	}
-	for _, exact := range []bool{true, false} {
-		name, newL := "window", redis.NewWindow
-		if exact {
-			name, newL = "log", redis.NewLog
+	for _, name := range []string{"log", "window", "buckets"} {
+		newL, rules := redis.NewLog, rules
+		switch name {
+		case "window":
+			newL = redis.NewWindow
+		case "buckets":
+			newL, rules = redis.NewBuckets, bucketRules
 		}
 		t.Run(name, func(t *testing.T) {
 			opts := redis.Options{Prefix: "expload", Timeout: 5 * time.Second}
@@ -398,9 +404,14 @@ func TestOutsideExpiryServerTime(t *testing.T) {
 			require.Positive(t, gone, "the key never expired during the pauses")
 
 			slices.SortStableFunc(calls, func(a, b call) int { return cmp.Compare(a.at, b.at) })
-			var m oracle.Model = oracle.NewTwoCounter(oracle.StaleToStart, oracle.AnchorIdle, oracleRules(rules)...)
-			if exact {
+			var m fitsRecorder
+			switch name {
+			case "log":
 				m = oracle.NewLog(oracleRules(rules)...)
+			case "window":
+				m = oracle.NewTwoCounter(oracle.StaleToStart, oracle.AnchorIdle, oracleRules(rules)...)
+			default:
+				m = newBucketOracle(rules)
 			}
 			admitted, refused := 0, 0
 			for i := 0; i < len(calls); {
@@ -429,12 +440,20 @@ func TestOutsideExpiryServerTime(t *testing.T) {
 	}
 }
 
+// fitsRecorder is what explains needs of a model: the decision it would
+// take at an instant, and a decision recorded. oracle.Model has both, and so
+// does bucketOracle.
+type fitsRecorder interface {
+	Fits(now int64, n int) bool
+	Record(now int64, n int, admitted bool)
+}
+
 // explains reports whether some order of the k calls made at instant at,
 // call i of cost n(i) and answer allowed(i), gives every call its answer on
 // the model m (nothing recorded yet). At one instant an admission adds its
 // cost to what the next call finds, so call i fits after the admitted cost s
 // before it iff m fits s+n(i).
-func explains(m oracle.Model, at int64, k int, call func(i int) (n int, allowed bool)) bool {
+func explains(m fitsRecorder, at int64, k int, call func(i int) (n int, allowed bool)) bool {
 	if k > 4 {
 		return false // never seen: scripts take microseconds each
 	}
