@@ -112,15 +112,16 @@ type Options struct {
 	// default a key expires once it carries no information on the
 	// server's clock: at least its longest window after the admission
 	// and at most twice that (NewLog), or until the end of the window
-	// after the current one (NewWindow). With a MinTTL a key lives at
-	// least MinTTL after each admission; on the server's clock NewLog and
-	// NewWindow keep it at most twice that (or, NewWindow, until the end of
-	// the window after the current one, if later), so that its expiry is
-	// not set on every admission. Instants given by the caller that
-	// advance more slowly than the server's clock (a replay, a test, a
-	// loaded machine replaying a log) need a longer TTL, or the key may
-	// expire while it still counts; set MinTTL above the real time such a
-	// caller takes to cover the longest window.
+	// after the current one (NewWindow), or until its newest sub-window
+	// has left every rule, and on the server's clock at most one longest
+	// window more (NewBuckets). With a MinTTL a key lives at least MinTTL
+	// after each admission and, on the server's clock, at most twice that
+	// when that is the later, so that its expiry is not set on every
+	// admission. Instants given by the caller that advance more slowly
+	// than the server's clock (a replay, a test, a loaded machine
+	// replaying a log) need a longer TTL, or the key may expire while it
+	// still counts; set MinTTL above the real time such a caller takes to
+	// cover the longest window.
 	MinTTL time.Duration
 }
 
