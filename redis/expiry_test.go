@@ -42,16 +42,7 @@ func TestLogExpiryServerClock(t *testing.T) {
 		key := "k" + strconv.Itoa(tc.limit)
 		rk, err := redis.RedisKey(l, key)
 		require.NoError(t, err)
-		state := func() (string, int64) {
-			v, err := gc.Get(ctx, rk).Result()
-			if errors.Is(err, goredis.Nil) {
-				v, err = "(none)", nil
-			}
-			require.NoError(t, err)
-			e, err := gc.Do(ctx, "PEXPIRETIME", rk).Int64()
-			require.NoError(t, err)
-			return v, e
-		}
+		state := func() (string, int64) { return keyState(t, gc, rk) }
 		// A key created at an instant more than 2^47 µs before the server's
 		// clock is re-based (written whole) by the next admission on the
 		// server's clock, which sets its expiry too.
@@ -197,16 +188,7 @@ func TestExpiryHorizonServerClock(t *testing.T) {
 				key := "k" + strconv.Itoa(ci)
 				rk, err := redis.RedisKey(l, key)
 				require.NoError(t, err)
-				state := func() (string, int64) {
-					v, err := gc.Get(ctx, rk).Result()
-					if errors.Is(err, goredis.Nil) {
-						v, err = "(none)", nil
-					}
-					require.NoError(t, err)
-					e, err := gc.Do(ctx, "PEXPIRETIME", rk).Int64()
-					require.NoError(t, err)
-					return v, e
-				}
+				state := func() (string, int64) { return keyState(t, gc, rk) }
 				rng := rand.New(rand.NewPCG(uint64(ci), 11))
 				admitted, refused, callers, kept, refreshed := 0, 0, 0, 0, 0
 				end := time.Now().Add(12 * longest)
@@ -267,6 +249,20 @@ func TestExpiryHorizonServerClock(t *testing.T) {
 			}
 		})
 	}
+}
+
+// keyState returns the value of Redis key rk ("(none)" when it is absent)
+// and its expiry as PEXPIRETIME reports it (-2: absent).
+func keyState(t *testing.T, gc *goredis.Client, rk string) (string, int64) {
+	t.Helper()
+	v, err := gc.Get(t.Context(), rk).Result()
+	if errors.Is(err, goredis.Nil) {
+		v, err = "(none)", nil
+	}
+	require.NoError(t, err)
+	e, err := gc.Do(t.Context(), "PEXPIRETIME", rk).Int64()
+	require.NoError(t, err)
+	return v, e
 }
 
 // valueDouble reads the little-endian double at byte off of a key's value.
