@@ -114,9 +114,9 @@ type Options struct {
 	// and at most twice that (NewLog), or until the end of the window
 	// after the current one (NewWindow), or until its newest sub-window
 	// has left every rule, and on the server's clock at most one longest
-	// window more (NewBuckets). With a MinTTL a key lives at least MinTTL
-	// after each admission and, on the server's clock, at most twice that
-	// when that is the later, so that its expiry is not set on every
+	// window more (NewBuckets). A key lives at least MinTTL after each
+	// admission; when MinTTL is the longer, on the server's clock it lives
+	// at most twice MinTTL, so that its expiry is not set on every
 	// admission. Instants given by the caller that advance more slowly
 	// than the server's clock (a replay, a test, a loaded machine
 	// replaying a log) need a longer TTL, or the key may expire while it
