@@ -84,6 +84,11 @@ func (b *bound) reserve() bool {
 // full reports whether no slot is free for a new key.
 func (b *bound) full() bool { return b.n.Load() >= b.maxKeys }
 
+// sweepClock times automatic sweeps for their pacing: the real clock, which
+// two stores given the same calls do not share; tests that compare such
+// stores call for call replace it (export_test.go).
+var sweepClock = time.Now
+
 // sweepWhenFull runs sweep at now unless another automatic sweep is running
 // or the last one was too recent, and reports whether it removed any key.
 func (b *bound) sweepWhenFull(now time.Time, sweep func(time.Time) int) bool {
@@ -98,9 +103,9 @@ func (b *bound) sweepWhenFull(now time.Time, sweep func(time.Time) int) bool {
 		return false
 	}
 	keys := max(b.n.Load(), 1)
-	start := time.Now()
+	start := sweepClock()
 	removed := sweep(now)
-	took := time.Since(start)
+	took := sweepClock().Sub(start)
 	// At least one nanosecond: a second sweep at the same instant would
 	// find nothing the first one left.
 	next := now.Add(max(autoSweepGap*b.paced(took, keys), 1))
