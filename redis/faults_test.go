@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -257,4 +258,150 @@ func counts(m map[redis.Source][]oracle.Stamp) map[redis.Source]int {
 		c[s] = len(v)
 	}
 	return c
+}
+
+// TestMaxMemory: a server past its memory limit under maxmemory-policy
+// noeviction refuses every write. For each kind of limiter, on the server's
+// clock and on the caller's: an admission fails with Redis's OOM error and
+// takes the failure policy (fail closed refuses with the error, fail open
+// admits, the fallback decides) and writes nothing, for one key or a group;
+// a refusal and a dry check still answer from the state; once the limit is
+// lifted, Redis decides again from the state it kept.
+func TestMaxMemory(t *testing.T) {
+	s, gc, c := standalone(t)
+	config := func(args ...string) {
+		t.Helper()
+		_, err := redistest.Do(s.Addr(), append([]string{"CONFIG", "SET"}, args...)...)
+		require.NoError(t, err)
+	}
+	config("maxmemory-policy", "noeviction")
+	for _, kind := range []string{"log", "window", "buckets"} {
+		for _, clock := range []string{"server", "caller"} {
+			t.Run(kind+"/"+clock, func(t *testing.T) {
+				rule := redis.Rule{Limit: 2, Window: time.Hour}
+				newf := redis.NewLog
+				switch kind {
+				case "window":
+					newf = redis.NewWindow
+				case "buckets":
+					rule.Precision = time.Minute
+					newf = redis.NewBuckets
+				}
+				mk := func(p redis.Policy, prefix string) *redis.Limiter {
+					l, err := newf(c, testOptions(redis.Options{OnError: p, Fallback: []redis.Rule{{Limit: 1, Window: time.Hour}},
+						Prefix: fmt.Sprintf("mm-%s-%s-%s", kind, clock, prefix)}), rule)
+					require.NoError(t, err)
+					return l
+				}
+				closed, open, fb, other := mk(redis.FailClosed, "c"), mk(redis.FailOpen, "o"), mk(redis.FallBack, "f"), mk(redis.FailClosed, "g")
+				g, err := redis.NewGroup(closed, other)
+				require.NoError(t, err)
+				now := time.Time{}
+				if clock == "caller" {
+					now = time.Now()
+				}
+				ctx := t.Context()
+				for _, key := range []string{"full", "full", "free"} {
+					d, err := closed.AllowN(ctx, key, now, 1)
+					require.NoError(t, err)
+					require.True(t, d.Allowed)
+				}
+				value := func(l *redis.Limiter, key string) string {
+					v, err := gc.Get(ctx, mustKey(t, l, key)).Result()
+					if errors.Is(err, goredis.Nil) {
+						return "(none)"
+					}
+					require.NoError(t, err)
+					return v
+				}
+				before := map[string]string{}
+				for _, key := range []string{"full", "free", "new"} {
+					before[key] = value(closed, key)
+				}
+
+				config("maxmemory", "1")
+				for _, key := range []string{"free", "new"} {
+					d, err := closed.AllowN(ctx, key, now, 1)
+					require.ErrorContains(t, err, "OOM", "an admission at %s", key)
+					require.False(t, d.Allowed)
+					require.Equal(t, redis.FromError, d.Source)
+				}
+				_, err = g.AllowN(ctx, []string{"{g}a", "{g}b"}, now, 1)
+				require.ErrorContains(t, err, "OOM", "a group's admission")
+				d, err := open.AllowN(ctx, "k", now, 1)
+				require.NoError(t, err)
+				require.True(t, d.Allowed)
+				require.Equal(t, redis.FromFailOpen, d.Source)
+				require.ErrorContains(t, d.Err, "OOM")
+				for i, want := range []bool{true, false} {
+					d, err := fb.AllowN(ctx, "k", now, 1)
+					require.NoError(t, err)
+					require.Equal(t, redis.FromFallback, d.Source)
+					require.ErrorContains(t, d.Err, "OOM")
+					require.Equal(t, want, d.Allowed, "fallback call %d (fallback limit 1)", i)
+				}
+				// What needs no write is still Redis's answer.
+				d, err = closed.AllowN(ctx, "full", now, 1)
+				require.NoError(t, err)
+				require.Equal(t, redis.FromRedis, d.Source)
+				require.False(t, d.Allowed, "a full key under the memory limit")
+				require.Equal(t, []int{0}, d.Remaining)
+				d, err = closed.CheckN(ctx, "free", now, 1)
+				require.NoError(t, err)
+				require.Equal(t, redis.FromRedis, d.Source)
+				require.True(t, d.Allowed)
+				require.Equal(t, []int{1}, d.Remaining)
+				for key, v := range before {
+					require.Equal(t, v, value(closed, key), "key %q written under the memory limit", key)
+				}
+				for _, key := range []string{"{g}a", "{g}b"} {
+					require.Equal(t, "(none)", value(closed, key), "group key %q written under the memory limit", key)
+				}
+				require.Equal(t, "(none)", value(open, "k"), "a fail-open admission reached Redis")
+
+				config("maxmemory", "0")
+				d, err = closed.AllowN(ctx, "free", now, 1)
+				require.NoError(t, err)
+				require.True(t, d.Allowed)
+				require.Equal(t, []int{0}, d.Remaining, "the state kept through the memory limit")
+				d, err = closed.AllowN(ctx, "free", now, 1)
+				require.NoError(t, err)
+				require.False(t, d.Allowed, "a third admission at limit 2")
+			})
+		}
+	}
+}
+
+// TestReplicaReadOnly: a limiter pointed at a read-only replica (a
+// misconfigured address, a failover the client has not seen yet) gets
+// Redis's READONLY error on every admission, which takes the failure policy,
+// while a refusal, which writes nothing, is answered from the replica's copy
+// of the state.
+func TestReplicaReadOnly(t *testing.T) {
+	// Without a delay before the first synchronisation (5 s by default).
+	primary := redistest.Start(t, "--repl-diskless-sync-delay", "0")
+	replica := redistest.Start(t, "--replicaof", "127.0.0.1", strconv.Itoa(primary.Port))
+	_, pc := connect(t, primary)
+	_, rc := connect(t, replica)
+	rule := redis.Rule{Limit: 1, Window: time.Hour}
+	lp := mustLog(t, pc, redis.Options{Prefix: "ro"}, rule)
+	d, err := lp.AllowN(t.Context(), "full", time.Time{}, 1)
+	require.NoError(t, err)
+	require.True(t, d.Allowed)
+	closed := mustLog(t, rc, redis.Options{Prefix: "ro"}, rule)
+	open := mustLog(t, rc, redis.Options{Prefix: "ro", OnError: redis.FailOpen}, rule)
+	// The replica has the key once it has synchronised.
+	require.Eventually(t, func() bool {
+		d, err := closed.AllowN(t.Context(), "full", time.Time{}, 1)
+		return err == nil && !d.Allowed && d.Source == redis.FromRedis
+	}, 10*time.Second, 20*time.Millisecond, "a refusal from the replica's copy of the state")
+	d, err = closed.AllowN(t.Context(), "new", time.Time{}, 1)
+	require.ErrorContains(t, err, "READONLY")
+	require.False(t, d.Allowed)
+	require.Equal(t, redis.FromError, d.Source)
+	d, err = open.AllowN(t.Context(), "new", time.Time{}, 1)
+	require.NoError(t, err)
+	require.True(t, d.Allowed)
+	require.Equal(t, redis.FromFailOpen, d.Source)
+	require.ErrorContains(t, d.Err, "READONLY")
 }

@@ -205,8 +205,9 @@ func TestRulesCopy(t *testing.T) {
 
 // TestForeignValue: a Redis key that holds something else than the
 // limiter's state (another limiter's, of another size, a log in the previous
-// layout, or a log whose empty slot is gone) makes the decision an error naming the key; it is not
-// overwritten, and a group that contains it writes to none of its keys.
+// layout, a log whose empty slot is gone, or another type) makes the decision
+// an error naming the key; it is not overwritten, and a group that contains
+// it writes to none of its keys.
 func TestForeignValue(t *testing.T) {
 	s, gc, c := standalone(t)
 	lg := mustLog(t, c, redis.Options{Prefix: "fv"}, redis.Rule{Limit: 3, Window: time.Hour})
@@ -240,6 +241,24 @@ func TestForeignValue(t *testing.T) {
 		got, err := gc.Get(t.Context(), rk).Result()
 		require.NoError(t, err)
 		require.Equal(t, tc.value, got, "the foreign value was overwritten")
+	}
+	// A key of another type: Redis's WRONGTYPE, for every kind, the hash
+	// left as it was; under FailOpen the call is admitted with the error.
+	open := mustLog(t, c, redis.Options{Prefix: "fv", OnError: redis.FailOpen}, redis.Rule{Limit: 3, Window: time.Hour})
+	for _, l := range []*redis.Limiter{lg, win, bkt, open} {
+		rk := mustKey(t, l, "h")
+		require.NoError(t, gc.HSet(t.Context(), rk, "f", "v").Err())
+		d, err := l.AllowN(t.Context(), "h", at(epoch), 1)
+		if l == open {
+			require.NoError(t, err)
+			require.True(t, d.Allowed)
+			require.Equal(t, redis.FromFailOpen, d.Source)
+			err = d.Err
+		}
+		require.ErrorContains(t, err, "WRONGTYPE")
+		got, err := gc.HGetAll(t.Context(), rk).Result()
+		require.NoError(t, err)
+		require.Equal(t, map[string]string{"f": "v"}, got, "the hash was changed")
 	}
 	other := mustLog(t, c, redis.Options{Prefix: "fv2"}, redis.Rule{Limit: 3, Window: time.Hour})
 	g, err := redis.NewGroup(other, lg)
