@@ -229,3 +229,127 @@ func keySlot(key string) int {
 	}
 	return int(crc) % clusterSlots
 }
+
+// TestClusterReshard moves the slot of two keys (an exact log's and a
+// window's) from one master to another in the middle of their use, as
+// redis-cli --cluster reshard does: the slot marked migrating and importing,
+// the keys moved with MIGRATE, the slot given to its new master. Decisions go
+// on through every step with no error, following ASK (to a master that has
+// never run the scripts) and then MOVED, on state that moved with the keys
+// (value and expiry): exactly the limit is admitted in all, then refused.
+func TestClusterReshard(t *testing.T) {
+	cl := redistest.StartCluster(t)
+	gc, c := clusterClient(t, cl)
+	const limit = 20
+	rule := redis.Rule{Limit: limit, Window: time.Hour}
+	lg := mustLog(t, c, redis.Options{Prefix: "rs"}, rule)
+	win := mustWindow(t, c, redis.Options{Prefix: "rs"}, rule)
+	ls := []*redis.Limiter{lg, win}
+	rks := []string{mustKey(t, lg, "{mv}a"), mustKey(t, win, "{mv}b")}
+	// A group of the log and a second log, on keys of the same slot.
+	lg2 := mustLog(t, c, redis.Options{Prefix: "rs2"}, rule)
+	g, err := redis.NewGroup(lg, lg2)
+	require.NoError(t, err)
+	grk := mustKey(t, lg2, "{mv}c")
+	any := cl.Nodes[0].Addr()
+	slot, err := redistest.Do(any, "CLUSTER", "KEYSLOT", rks[0])
+	require.NoError(t, err)
+	slot2, err := redistest.Do(any, "CLUSTER", "KEYSLOT", rks[1])
+	require.NoError(t, err)
+	require.Equal(t, slot, slot2)
+	var src, dst *redistest.Server
+	owner := slotOwner(t, any, slot)
+	for _, n := range cl.Nodes {
+		if n.Addr() == owner {
+			src = n
+		} else if dst == nil {
+			dst = n
+		}
+	}
+	require.NotNil(t, src)
+	id := func(s *redistest.Server) string {
+		out, err := redistest.Do(s.Addr(), "CLUSTER", "MYID")
+		require.NoError(t, err)
+		return out
+	}
+	do := func(s *redistest.Server, args ...string) {
+		t.Helper()
+		out, err := redistest.Do(s.Addr(), args...)
+		require.NoError(t, err)
+		require.NotContains(t, out, "ERR", "%v on %s", args, s.Addr())
+	}
+	admitted := make([]int, len(ls))
+	calls := func(step string, count int) {
+		t.Helper()
+		for i, l := range ls {
+			for range count {
+				d, err := l.AllowN(t.Context(), []string{"{mv}a", "{mv}b"}[i], time.Time{}, 1)
+				require.NoError(t, err, "%s: limiter %d", step, i)
+				require.Equal(t, redis.FromRedis, d.Source)
+				require.Equal(t, admitted[i] < limit, d.Allowed, "%s: limiter %d after %d admissions", step, i, admitted[i])
+				if d.Allowed {
+					admitted[i]++
+				}
+			}
+		}
+	}
+
+	calls("before", 5)
+	d, err := lg2.AllowN(t.Context(), "{mv}c", time.Time{}, 1)
+	require.NoError(t, err)
+	require.True(t, d.Allowed)
+	do(dst, "CLUSTER", "SETSLOT", slot, "IMPORTING", id(src))
+	do(src, "CLUSTER", "SETSLOT", slot, "MIGRATING", id(dst))
+	calls("migrating, keys on the old master", 5)
+	host, port, _ := strings.Cut(dst.Addr(), ":")
+	migrate := func(keys ...string) {
+		do(src, append([]string{"MIGRATE", host, port, "", "0", "5000", "KEYS"}, keys...)...)
+	}
+	// The log's key moves first: a group of it and a key still on the old
+	// master cannot run on either (Redis's TRYAGAIN), and writes nothing.
+	migrate(rks[0])
+	values := func() []string {
+		var out []string
+		for _, rk := range append(rks, grk) {
+			v, err := gc.Get(t.Context(), rk).Result() // following ASK
+			require.NoError(t, err)
+			out = append(out, v)
+		}
+		return out
+	}
+	before := values()
+	d, err = g.AllowN(t.Context(), []string{"{mv}a", "{mv}c"}, time.Time{}, 1)
+	require.ErrorContains(t, err, "TRYAGAIN")
+	require.Equal(t, redis.FromError, d.Source)
+	require.Equal(t, before, values(), "a group split by the migration wrote")
+	calls("migrating, the log's key on the new master (ASK)", 5)
+	migrate(rks[1], grk)
+	calls("migrating, every key on the new master (ASK)", 5)
+	for _, n := range cl.Nodes {
+		do(n, "CLUSTER", "SETSLOT", slot, "NODE", id(dst))
+	}
+	calls("moved (MOVED)", 10)
+	require.Equal(t, []int{limit, limit}, admitted)
+	d, err = g.AllowN(t.Context(), []string{"{mv}a", "{mv}c"}, time.Time{}, 1)
+	require.NoError(t, err)
+	require.False(t, d.Allowed, "a group with a full log")
+	// The old master answered with both redirections, and the new one ran
+	// the scripts only after telling the client it lacked them.
+	errs, err := redistest.Do(src.Addr(), "INFO", "errorstats")
+	require.NoError(t, err)
+	require.Contains(t, errs, "errorstat_ASK:count=")
+	require.Contains(t, errs, "errorstat_MOVED:count=")
+	errs, err = redistest.Do(dst.Addr(), "INFO", "errorstats")
+	require.NoError(t, err)
+	require.Contains(t, errs, "errorstat_NOSCRIPT:count=")
+	for _, rk := range rks {
+		n, err := redistest.Do(dst.Addr(), "EXISTS", rk)
+		require.NoError(t, err)
+		require.Equal(t, "1", n, "%s on the new master", rk)
+		ttl, err := redistest.Do(dst.Addr(), "PTTL", rk)
+		require.NoError(t, err)
+		ms, err := strconv.Atoi(ttl)
+		require.NoError(t, err)
+		require.Positive(t, ms, "%s keeps its expiry", rk)
+	}
+}
