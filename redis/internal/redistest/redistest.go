@@ -1,6 +1,7 @@
 // Package redistest starts real redis-server processes for tests: one
-// standalone server, or a Redis Cluster of three masters, on free loopback
-// ports with temporary directories, stopped when the test ends.
+// standalone server (a replica, with --replicaof), a Sentinel, or a Redis
+// Cluster of three masters, on free loopback ports with temporary
+// directories, stopped when the test ends.
 //
 // When redis-server is not installed, the tests that need it are skipped with
 // a message, except when the environment variable CI is "true": then they
@@ -330,4 +331,36 @@ func StartCluster(t testing.TB) *Cluster {
 		}
 	}
 	return c
+}
+
+// StartSentinel starts a Sentinel (redis-server --sentinel) that monitors
+// master under name, with a quorum of one (it alone decides a failover) and
+// a master judged down after 500 ms without an answer, and stops it when the
+// test ends.
+func StartSentinel(t testing.TB, name string, master *Server) *Server {
+	t.Helper()
+	bin := need(t, "redis-server")
+	var last error
+	for range 5 { // a port found free may be taken before the server binds it
+		port, err := findPort(false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := &Server{t: t, Port: port, dir: t.TempDir()}
+		conf := filepath.Join(s.dir, "sentinel.conf")
+		body := fmt.Sprintf("port %d\nbind 127.0.0.1\nprotected-mode no\ndir %s\nlogfile %s\n"+
+			"sentinel monitor %s 127.0.0.1 %d 1\nsentinel down-after-milliseconds %[4]s 500\nsentinel failover-timeout %[4]s 5000\n",
+			port, s.dir, filepath.Join(s.dir, "redis.log"), name, master.Port)
+		if err := os.WriteFile(conf, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		// Sentinel rewrites its configuration file as it learns.
+		s.args = []string{bin, conf, "--sentinel"}
+		if last = s.launch(); last == nil {
+			t.Cleanup(s.Stop)
+			return s
+		}
+	}
+	t.Fatalf("redistest: sentinel did not start: %v", last)
+	return nil
 }
