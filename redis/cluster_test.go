@@ -216,6 +216,12 @@ func keySlot(key string) int {
 			key = key[i+1 : i+1+j]
 		}
 	}
+	return crcSlot(key)
+}
+
+// crcSlot is the CRC16 (XMODEM) of all of s, modulo 16384: the slot of a key
+// without a hash tag.
+func crcSlot(key string) int {
 	var crc uint16
 	for k := 0; k < len(key); k++ {
 		crc ^= uint16(key[k]) << 8
@@ -246,7 +252,7 @@ func TestClusterReshard(t *testing.T) {
 	win := mustWindow(t, c, redis.Options{Prefix: "rs"}, rule)
 	ls := []*redis.Limiter{lg, win}
 	rks := []string{mustKey(t, lg, "{mv}a"), mustKey(t, win, "{mv}b")}
-	// A group of the log and a second log, on keys of the same slot.
+	// A group of the log and a second log, on keys of the same tag.
 	lg2 := mustLog(t, c, redis.Options{Prefix: "rs2"}, rule)
 	g, err := redis.NewGroup(lg, lg2)
 	require.NoError(t, err)

@@ -44,5 +44,6 @@ func GroupWaitNSim(ctx context.Context, g *Group, keys []string, n int, c *SimCl
 	})
 }
 
-// KeySlot exposes the cluster hash slot the client computes for a Redis key.
-func KeySlot(key string) int { return keySlot(key) }
+// HashTag exposes the hash tag the client reads in a Redis key, the one a
+// group's keys must share.
+func HashTag(key string) (string, bool) { return hashTag(key) }

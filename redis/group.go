@@ -18,15 +18,16 @@ const MaxGroup = 8
 // it, and then it is recorded on every key; a refused call writes nothing to
 // any key.
 //
-// The keys of one call must lie in one Redis Cluster hash slot, since one
-// script can only reach keys of one slot. Give them a common hash tag: a key
-// that contains "{tag}" is placed by tag alone (Redis Cluster's rule), so
+// The keys of one call must share one hash tag, since one script can only
+// reach keys that live together: on Redis Cluster, keys of one hash slot; on
+// go-redis's Ring, keys of one tag (the Ring places a key by hashing its tag,
+// so two tags of one cluster slot can lie on two servers). A key that
+// contains "{tag}" is placed by its tag alone (Redis Cluster's rule), so
 // "{tenant-7}user:42", "{tenant-7}ip:10.0.0.1" and "{tenant-7}all" can be
-// decided together. Keys in different slots are refused with an error before
+// decided together. Keys of different tags are refused with an error before
 // anything is sent, on a single server as on a cluster, so that a program
 // that runs on one server runs unchanged on a cluster. A key without braces
-// is its own tag, so it can only be decided alone (with Limiter) or with
-// keys of its own slot.
+// is its own tag, so it can only be decided alone (with Limiter).
 //
 // A Group is safe for concurrent use by multiple goroutines, and so are its
 // limiters, which can still decide one key at a time: a key decided alone
@@ -107,8 +108,8 @@ func (g *Group) Limiters() []*Limiter { return append([]*Limiter(nil), g.ls...) 
 // key does.
 //
 // The edges are Limiter.AllowN's, plus: len(keys) must equal the number of
-// limiters, the Redis keys must be distinct, and they must lie in one hash
-// slot (see Group); otherwise it returns an error naming the keys and sends
+// limiters, the Redis keys must be distinct, and they must share one hash
+// tag (see Group); otherwise it returns an error naming the keys and sends
 // nothing.
 func (g *Group) AllowN(ctx context.Context, keys []string, now time.Time, n int) (Decision, error) {
 	return g.decide(ctx, keys, now, n, false)
@@ -153,22 +154,24 @@ func (g *Group) decide(ctx context.Context, keys []string, now time.Time, n int,
 	return decide(ctx, g.ls, keys, now, n, dry)
 }
 
-// sameSlot returns an error unless the Redis keys rks (for the user keys
-// keys) are distinct and lie in one cluster hash slot.
-func sameSlot(keys, rks []string) error {
+// sameTag returns an error unless the Redis keys rks (for the user keys
+// keys) are distinct and share one hash tag. Every Redis key has one
+// (redisKey), and keys of one tag lie in one cluster slot and on one shard of
+// a go-redis Ring; one slot alone would not do for the Ring.
+func sameTag(keys, rks []string) error {
 	if len(rks) < 2 {
 		return nil
 	}
-	s0 := keySlot(rks[0])
+	t0, _ := hashTag(rks[0])
 	for i := 1; i < len(rks); i++ {
 		for j := range i {
 			if rks[i] == rks[j] {
 				return fmt.Errorf("redis: keys %d and %d are one Redis key (%q): a group decides distinct keys", j, i, rks[i])
 			}
 		}
-		if s := keySlot(rks[i]); s != s0 {
-			return fmt.Errorf("redis: keys %q and %q lie in different cluster hash slots (%d and %d): "+
-				"give the keys of a group one hash tag, as in \"{tenant-7}user:42\" and \"{tenant-7}ip:10.0.0.1\"", keys[0], keys[i], s0, s)
+		if t, _ := hashTag(rks[i]); t != t0 {
+			return fmt.Errorf("redis: keys %q and %q have different hash tags (%q and %q): "+
+				"give the keys of a group one hash tag, as in \"{tenant-7}user:42\" and \"{tenant-7}ip:10.0.0.1\"", keys[0], keys[i], t0, t)
 		}
 	}
 	return nil
@@ -186,24 +189,4 @@ func hashTag(key string) (string, bool) {
 		return "", false
 	}
 	return key[i+1 : i+1+j], true
-}
-
-// keySlot is the Redis Cluster hash slot of a key: CRC16 (XMODEM) of its
-// hash tag, or of the whole key without one, modulo 16384.
-func keySlot(key string) int {
-	if tag, ok := hashTag(key); ok {
-		key = tag
-	}
-	var crc uint16
-	for i := 0; i < len(key); i++ {
-		crc ^= uint16(key[i]) << 8
-		for range 8 {
-			if crc&0x8000 != 0 {
-				crc = crc<<1 ^ 0x1021
-			} else {
-				crc <<= 1
-			}
-		}
-	}
-	return int(crc) % 16384
 }

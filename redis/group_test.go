@@ -188,24 +188,32 @@ func TestGroupMatchesOracle(t *testing.T) {
 }
 
 // TestGroupCluster: the same replay on a three-master cluster (the keys of
-// a call share a hash tag, so one slot), and keys of different slots are
+// a call share a hash tag, so one slot), and keys of different tags are
 // refused before anything is sent.
 func TestGroupCluster(t *testing.T) {
 	cl := redistest.StartCluster(t)
 	gc, c := clusterClient(t, cl)
 	t.Run("log", func(t *testing.T) { replayGroup(t, c, true) })
-	t.Run("slots", func(t *testing.T) {
-		// The slot the group checks is the one the cluster uses.
-		keys := []string{"123456789", "{user1000}.following", "{user1000}.followers", "foo{}{bar}", "foo{{bar}}zap", "foo{bar}{zap}", "{", "}{x}", "a{b}c"}
+	t.Run("tags", func(t *testing.T) {
+		// The tag the group compares is the one the cluster hashes: the
+		// server puts a key in its tag's slot, and a key without one in
+		// the slot of all its bytes.
+		keys := []string{"123456789", "{user1000}.following", "{user1000}.followers", "foo{}{bar}", "foo{{bar}}zap", "foo{bar}{zap}", "{", "}{x}", "a{b}c", "{}", "}{", "{{}}"}
 		for i := range 200 {
 			keys = append(keys, "k"+strconv.Itoa(i), "{t"+strconv.Itoa(i%7)+"}k"+strconv.Itoa(i))
 		}
 		for _, k := range keys {
-			want, err := gc.ClusterKeySlot(t.Context(), k).Result()
+			got, err := gc.ClusterKeySlot(t.Context(), k).Result()
 			require.NoError(t, err)
-			require.Equal(t, int(want), redis.KeySlot(k), "key %q", k)
+			want := crcSlot(k)
+			if tag, ok := redis.HashTag(k); ok {
+				w, err := gc.ClusterKeySlot(t.Context(), tag).Result()
+				require.NoError(t, err)
+				want = int(w)
+			}
+			require.Equal(t, want, int(got), "key %q", k)
 		}
-		require.Equal(t, 12739, redis.KeySlot("123456789"), "CRC16/XMODEM check value 0x31C3")
+		require.Equal(t, 12739, crcSlot("123456789"), "CRC16/XMODEM check value 0x31C3")
 	})
 	t.Run("cross-slot", func(t *testing.T) {
 		count := func() int {
@@ -224,7 +232,7 @@ func TestGroupCluster(t *testing.T) {
 		g, err := redis.NewGroup(a, b)
 		require.NoError(t, err)
 		_, err = g.AllowN(t.Context(), []string{"alice", "all"}, at(epoch), 1)
-		require.ErrorContains(t, err, `redis: keys "alice" and "all" lie in different cluster hash slots`)
+		require.ErrorContains(t, err, `redis: keys "alice" and "all" have different hash tags ("alice" and "all")`)
 		d, err := g.AllowN(t.Context(), []string{"{alice}", "{alice}all"}, at(epoch), 1)
 		require.NoError(t, err)
 		require.True(t, d.Allowed)
@@ -274,7 +282,7 @@ func TestGroupErrors(t *testing.T) {
 		want string
 	}{
 		{[]string{"{a}"}, at(epoch), 1, "redis: keys: the group has 2 limiters, got 1 keys"},
-		{[]string{"a", "b"}, at(epoch), 1, `redis: keys "a" and "b" lie in different cluster hash slots`},
+		{[]string{"a", "b"}, at(epoch), 1, `redis: keys "a" and "b" have different hash tags ("a" and "b"): give the keys of a group one hash tag, as in "{tenant-7}user:42" and "{tenant-7}ip:10.0.0.1"`},
 		{[]string{"{a}", ""}, at(epoch), 1, "redis: key must not be empty (key 1)"},
 		{[]string{"{a}x", "{a}y"}, at(epoch), -1, "redis: n must be at least 0, got -1"},
 		{[]string{"{a}x", "{a}y"}, time.Unix(0, 0), 1, "redis: now must be after the Unix epoch"},

@@ -476,7 +476,7 @@ func decide(ctx context.Context, ls []*Limiter, keys []string, now time.Time, n 
 		}
 		rks[i] = rk
 	}
-	if err := sameSlot(keys, rks); err != nil {
+	if err := sameTag(keys, rks); err != nil {
 		return Decision{}, err
 	}
 	at := serverClock
