@@ -2,6 +2,7 @@ package redis_test
 
 import (
 	"math"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -55,8 +56,8 @@ func TestNewErrors(t *testing.T) {
 
 // TestBadInput: bad keys, instants and costs are errors that name them, and
 // nothing is written; costs above a limit are refused and write nothing;
-// cost 0 is admitted and writes nothing; keys with braces are keys like any
-// other.
+// cost 0 is admitted and writes nothing; keys with braces or any bytes are
+// keys like any other.
 func TestBadInput(t *testing.T) {
 	s, _, c := standalone(t)
 	dbsize := func() string {
@@ -104,13 +105,21 @@ func TestBadInput(t *testing.T) {
 		require.Equal(t, "0", dbsize(), "exact %v: a refused or zero-cost call wrote something", exact)
 
 		// Keys with braces: each is its own key, distinct from the key
-		// inside its braces.
-		for _, k := range []string{"{k}", "k}", "{", "a{k}b", "k"} {
+		// inside its braces. Keys are bytes: a NUL, bytes that are not
+		// UTF-8, a line break with a command after it are keys like any
+		// other.
+		keys := []string{"{k}", "k}", "{", "a{k}b", "k", "\x00", "k\x00", "\xff\xfe{\x00}", "ключ", "k\r\nFLUSHALL\r\n"}
+		for _, k := range keys {
 			d, err := l.AllowN(t.Context(), k, now, 3)
 			require.NoError(t, err)
 			require.True(t, d.Allowed, "key %q", k)
 		}
-		require.Equal(t, "5", dbsize())
+		for _, k := range keys {
+			d, err := l.AllowN(t.Context(), k, now, 1)
+			require.NoError(t, err)
+			require.False(t, d.Allowed, "key %q decided on its own state", k)
+		}
+		require.Equal(t, strconv.Itoa(len(keys)), dbsize())
 		_, err = redistest.Do(s.Addr(), "FLUSHALL")
 		require.NoError(t, err)
 	}
