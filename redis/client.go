@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"strings"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -46,7 +48,12 @@ var ErrNoScript = errors.New("redis: NOSCRIPT: the server does not have the scri
 // call (the command says it must not be retried), whatever the client's
 // MaxRetries: a decision whose reply is lost may have been applied, and
 // running it again would count it twice. MOVED and ASK redirections are still
-// followed: the node that answers them did not run the script.
+// followed: the node that answers them did not run the script. On a cluster
+// client, a script that could not reach its node (refused, cut, timed out,
+// CLUSTERDOWN) makes the client reload its map of the slots, which go-redis
+// does by itself only for commands it may retry, so that decisions follow a
+// failover within a call or two of the promotion instead of at the client's
+// periodic reload.
 //
 // The per-call timeout of a limiter is a context deadline; go-redis honours it
 // on the socket only when the client was created with ContextTimeoutEnabled.
@@ -61,13 +68,17 @@ func NewGoRedis(c goredis.UniversalClient) (Client, error) {
 		// decision would outlive its timeout while Redis stalls.
 		return nil, errors.New("redis: NewGoRedis: a blocking autopipeliner (AutoPipeline) does not end a call at its context's deadline; use AsyncAutoPipeline")
 	}
-	return goRedis{c: c, ap: ap}, nil
+	cc, _ := c.(*goredis.ClusterClient)
+	return goRedis{c: c, ap: ap, cluster: cc}, nil
 }
 
 type goRedis struct {
 	c goredis.UniversalClient
 	// ap is c when c is a deferred autopipeliner, else nil.
 	ap *goredis.AutoPipeliner
+	// cluster is c when c is a cluster client, else nil: a script that
+	// failed to reach its node asks it to reload its map of the slots.
+	cluster *goredis.ClusterClient
 }
 
 // onceCmd is a command that go-redis must not retry once it may have been
@@ -101,9 +112,30 @@ func (g goRedis) run(ctx context.Context, name any, first string, keys []string,
 		if goredis.HasErrorPrefix(err, "NOSCRIPT") || errors.Is(err, goredis.ErrNoScript) {
 			return nil, fmt.Errorf("%w (%v)", ErrNoScript, err)
 		}
+		if g.cluster != nil && unreachable(err) {
+			// go-redis reloads its map of the slots when it retries a
+			// command (or meets MOVED), never for one that must not be
+			// retried, such as this one: without this, after a failover
+			// it would send every decision for the failed master's slots
+			// to that master until its periodic reload (a minute by
+			// default). The reload runs in go-redis's own goroutine, at
+			// most one at a time; this call still fails (the policy), the
+			// next ones go to the node the cluster now names.
+			g.cluster.ReloadState(ctx)
+		}
 		return nil, err
 	}
 	return cmd.Result()
+}
+
+// unreachable reports whether err says the command may not have reached a
+// node that serves its slot: a connection refused, cut or timed out, or a
+// cluster that says it is down.
+func unreachable(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, context.DeadlineExceeded) ||
+		goredis.HasErrorPrefix(err, "CLUSTERDOWN") || goredis.HasErrorPrefix(err, "MASTERDOWN")
 }
 
 func (g goRedis) EvalSHA(ctx context.Context, sha1 string, keys []string, args []any) ([]int64, error) {

@@ -359,3 +359,113 @@ func TestClusterReshard(t *testing.T) {
 		require.Positive(t, ms, "%s keeps its expiry", rk)
 	}
 }
+
+// TestClusterFailover: on a cluster whose masters each have a replica, the
+// master of two keys (an exact log's and a window's) crashes once its replica
+// has their state. Until the replica is promoted (after the nodes' timeout)
+// and the client has learnt of it, their decisions fail closed; then they go
+// on on the promoted replica with the state it had: exactly the limit is
+// admitted in all. A key of another master is decided by Redis throughout.
+// go-redis learns of the promotion only because a failed decision asks it to
+// reload its map of the slots: without that, it sent them to the dead master
+// until its periodic reload, and this test failed after 30 s.
+func TestClusterFailover(t *testing.T) {
+	cl := redistest.StartClusterReplicas(t)
+	_, c := clusterClient(t, cl)
+	const limit = 20
+	rule := redis.Rule{Limit: limit, Window: time.Hour}
+	o := redis.Options{Prefix: "cf", Timeout: time.Second}
+	ls := []*redis.Limiter{mustLog(t, c, o, rule), mustWindow(t, c, o, rule)}
+	any := cl.Nodes[0].Addr()
+	slot, err := redistest.Do(any, "CLUSTER", "KEYSLOT", mustKey(t, ls[0], "k"))
+	require.NoError(t, err)
+	owner := slotOwner(t, any, slot)
+	byAddr := map[string]*redistest.Server{}
+	for _, n := range cl.Nodes {
+		byAddr[n.Addr()] = n
+	}
+	master := byAddr[owner]
+	masterID, err := redistest.Do(owner, "CLUSTER", "MYID")
+	require.NoError(t, err)
+	var replica *redistest.Server
+	nodes, err := redistest.Do(any, "CLUSTER", "NODES")
+	require.NoError(t, err)
+	for _, line := range strings.Split(nodes, "\n") {
+		if f := strings.Fields(line); len(f) > 3 && strings.Contains(f[2], "slave") && f[3] == masterID {
+			replica = byAddr[strings.Split(f[1], "@")[0]]
+		}
+	}
+	require.NotNil(t, replica, "the replica of %s:\n%s", owner, nodes)
+	// A key of another master.
+	other := ""
+	for i := 0; other == ""; i++ {
+		k := "o" + strconv.Itoa(i)
+		s, err := redistest.Do(any, "CLUSTER", "KEYSLOT", mustKey(t, ls[0], k))
+		require.NoError(t, err)
+		if slotOwner(t, any, s) != owner {
+			other = k
+		}
+	}
+
+	for _, l := range ls {
+		for range limit / 2 {
+			d, err := l.AllowN(t.Context(), "k", time.Time{}, 1)
+			require.NoError(t, err)
+			require.True(t, d.Allowed)
+		}
+	}
+	offset := func(s *redistest.Server) int {
+		info, err := redistest.Do(s.Addr(), "INFO", "replication")
+		require.NoError(t, err)
+		for _, line := range strings.Split(info, "\n") {
+			if v, ok := strings.CutPrefix(strings.TrimSpace(line), "master_repl_offset:"); ok {
+				n, err := strconv.Atoi(v)
+				require.NoError(t, err)
+				return n
+			}
+		}
+		t.Fatalf("no master_repl_offset in %s", info)
+		return 0
+	}
+	want := offset(master)
+	require.Eventually(t, func() bool { return offset(replica) >= want }, 10*time.Second, 10*time.Millisecond,
+		"the replica has the keys' state")
+
+	master.Stop()
+	start := time.Now()
+	admitted := []int{limit / 2, limit / 2}
+	failed, otherCalls := 0, 0
+	var firstOK time.Duration
+	for i := 0; admitted[0] < limit || admitted[1] < limit; i++ {
+		l := ls[i%2]
+		d, err := l.AllowN(t.Context(), "k", time.Time{}, 1)
+		if err != nil {
+			require.Equal(t, redis.FromError, d.Source)
+			require.Less(t, time.Since(start), 30*time.Second, "still failing: %v", err)
+			failed++
+			time.Sleep(20 * time.Millisecond)
+		} else {
+			require.Equal(t, redis.FromRedis, d.Source)
+			require.True(t, d.Allowed, "limiter %d after %d admissions", i%2, admitted[i%2])
+			admitted[i%2]++
+			if firstOK == 0 {
+				firstOK = time.Since(start)
+			}
+		}
+		if otherCalls < 3*limit/2 {
+			d, err := ls[0].AllowN(t.Context(), other, time.Time{}, 0)
+			require.NoError(t, err, "a key of another master, %v after the crash", time.Since(start))
+			require.Equal(t, redis.FromRedis, d.Source)
+			otherCalls++
+		}
+	}
+	for i, l := range ls {
+		d, err := l.AllowN(t.Context(), "k", time.Time{}, 1)
+		require.NoError(t, err)
+		require.False(t, d.Allowed, "limiter %d: a call past the limit", i)
+	}
+	role, err := redistest.Do(replica.Addr(), "ROLE")
+	require.NoError(t, err)
+	require.True(t, strings.HasPrefix(role, "master"), "the replica promoted: %s", role)
+	t.Logf("calls that failed during the failover: %d; the first decision by Redis %v after the crash", failed, firstOK)
+}

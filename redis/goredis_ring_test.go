@@ -21,7 +21,9 @@ import (
 // two different tags that fall in one cluster slot but on two shards is
 // refused before anything is sent, where deciding it on the first key's
 // shard would have kept the second key's count on a server that is not its
-// own. Load puts the script on every shard.
+// own. When a shard stops, the Ring moves its keys to the other shard, where
+// a key at its limit is admitted afresh, with no error: what a Ring costs.
+// Load puts the script on every shard.
 func TestGoRedisRing(t *testing.T) {
 	shards := []*redistest.Server{redistest.Start(t), redistest.Start(t)}
 	ring := goredis.NewRing(&goredis.RingOptions{
@@ -95,6 +97,24 @@ func TestGoRedisRing(t *testing.T) {
 	for _, rk := range []string{mustKey(t, l, "{"+tagA+"}x"), mustKey(t, l2, "{"+tagB+"}y")} {
 		require.Equal(t, -1, shardOf(rk), "%s written by a refused group", rk)
 	}
+
+	// A shard that stops: once the Ring's heartbeat finds it down, the Ring
+	// places its keys on the other shard, where they have no state, so a
+	// key at its limit is admitted afresh with no error (docs/redis.md).
+	var moved string
+	for i := range 40 {
+		if k := "user-" + strconv.Itoa(i); shardOf(mustKey(t, l, k)) == 1 {
+			moved = k
+			break
+		}
+	}
+	require.NotEmpty(t, moved)
+	shards[1].Stop()
+	require.Eventually(t, func() bool {
+		d, err := l.AllowN(t.Context(), moved, now, 1)
+		return err == nil && d.Allowed
+	}, 10*time.Second, 20*time.Millisecond, "the stopped shard's key, admitted afresh on the other")
+	shards = shards[:1]
 
 	// Load puts the script on every shard.
 	for _, s := range shards {

@@ -1,7 +1,7 @@
 // Package redistest starts real redis-server processes for tests: one
 // standalone server (a replica, with --replicaof), a Sentinel, or a Redis
-// Cluster of three masters, on free loopback ports with temporary
-// directories, stopped when the test ends.
+// Cluster of three masters (with a replica each, or none), on free loopback
+// ports with temporary directories, stopped when the test ends.
 //
 // When redis-server is not installed, the tests that need it are skipped with
 // a message, except when the environment variable CI is "true": then they
@@ -284,7 +284,8 @@ func ioReadFull(r *bufio.Reader, buf []byte) (int, error) {
 	return n, nil
 }
 
-// Cluster is a Redis Cluster of three masters and no replicas.
+// Cluster is a Redis Cluster of three masters, with or without a replica
+// each.
 type Cluster struct {
 	Nodes []*Server
 }
@@ -305,13 +306,40 @@ func (c *Cluster) Addrs() []string {
 // and stops them when the test ends.
 func StartCluster(t testing.TB) *Cluster {
 	t.Helper()
+	return startCluster(t, 0)
+}
+
+// StartClusterReplicas is StartCluster with a replica for each master (six
+// nodes), which is promoted when its master fails (after the nodes' timeout
+// of 2 s). It returns once every replica has synchronised with its master.
+func StartClusterReplicas(t testing.TB) *Cluster {
+	t.Helper()
+	c := startCluster(t, 1)
+	deadline := time.Now().Add(20 * time.Second)
+	for _, n := range c.Nodes {
+		for {
+			info, err := Do(n.Addr(), "INFO", "replication")
+			if err == nil && (strings.Contains(info, "role:master") || strings.Contains(info, "master_link_status:up")) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("redistest: replica %s not synchronised: %v %s", n.Addr(), err, info)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	return c
+}
+
+func startCluster(t testing.TB, replicas int) *Cluster {
+	t.Helper()
 	cli := need(t, "redis-cli")
 	c := &Cluster{}
-	for range 3 {
+	for range 3 * (1 + replicas) {
 		c.Nodes = append(c.Nodes, start(t, true))
 	}
 	args := append([]string{"--cluster", "create"}, c.Addrs()...)
-	args = append(args, "--cluster-replicas", "0", "--cluster-yes")
+	args = append(args, "--cluster-replicas", strconv.Itoa(replicas), "--cluster-yes")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if out, err := exec.CommandContext(ctx, cli, args...).CombinedOutput(); err != nil {
