@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	goredis "github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/slidelimit/slidelimit/redis"
@@ -366,50 +367,76 @@ func TestClusterReshard(t *testing.T) {
 // and the client has learnt of it, their decisions fail closed; then they go
 // on on the promoted replica with the state it had: exactly the limit is
 // admitted in all. A key of another master is decided by Redis throughout.
-// go-redis learns of the promotion only because a failed decision asks it to
-// reload its map of the slots: without that, it sent them to the dead master
-// until its periodic reload, and this test failed after 30 s.
+// On the cluster client, go-redis learns of the promotion because a failed
+// decision asks it to reload its map of the slots (without that, the
+// decisions still failed 30 s after the crash, when the test gave up). The
+// autopipeliner offers no way to ask, so there the client's periodic reload
+// does it, set to 2 s.
 func TestClusterFailover(t *testing.T) {
 	cl := redistest.StartClusterReplicas(t)
-	_, c := clusterClient(t, cl)
+	_, plain := clusterClient(t, cl)
+	gc := goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: cl.Addrs(), ContextTimeoutEnabled: true, ClusterStateReloadInterval: 2 * time.Second})
+	t.Cleanup(func() { _ = gc.Close() })
+	ap, err := gc.AsyncAutoPipeline()
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = ap.Close() })
+	apc, err := redis.NewGoRedis(ap)
+	require.NoError(t, err)
+	crashed := map[string]bool{}
+	t.Run("client", func(t *testing.T) { clusterFailover(t, cl, plain, "cf", crashed) })
+	t.Run("autopipeliner", func(t *testing.T) { clusterFailover(t, cl, apc, "cfap", crashed) })
+}
+
+// clusterFailover is TestClusterFailover on client c, its keys under prefix,
+// crashing a master that is not in crashed (and recording it there).
+func clusterFailover(t *testing.T, cl *redistest.Cluster, c redis.Client, prefix string, crashed map[string]bool) {
 	const limit = 20
 	rule := redis.Rule{Limit: limit, Window: time.Hour}
-	o := redis.Options{Prefix: "cf", Timeout: time.Second}
+	o := redis.Options{Prefix: prefix, Timeout: time.Second}
 	ls := []*redis.Limiter{mustLog(t, c, o, rule), mustWindow(t, c, o, rule)}
-	any := cl.Nodes[0].Addr()
-	slot, err := redistest.Do(any, "CLUSTER", "KEYSLOT", mustKey(t, ls[0], "k"))
-	require.NoError(t, err)
-	owner := slotOwner(t, any, slot)
 	byAddr := map[string]*redistest.Server{}
+	live := ""
 	for _, n := range cl.Nodes {
 		byAddr[n.Addr()] = n
-	}
-	master := byAddr[owner]
-	masterID, err := redistest.Do(owner, "CLUSTER", "MYID")
-	require.NoError(t, err)
-	var replica *redistest.Server
-	nodes, err := redistest.Do(any, "CLUSTER", "NODES")
-	require.NoError(t, err)
-	for _, line := range strings.Split(nodes, "\n") {
-		if f := strings.Fields(line); len(f) > 3 && strings.Contains(f[2], "slave") && f[3] == masterID {
-			replica = byAddr[strings.Split(f[1], "@")[0]]
+		if !crashed[n.Addr()] && live == "" {
+			live = n.Addr()
 		}
 	}
-	require.NotNil(t, replica, "the replica of %s:\n%s", owner, nodes)
-	// A key of another master.
-	other := ""
-	for i := 0; other == ""; i++ {
-		k := "o" + strconv.Itoa(i)
-		s, err := redistest.Do(any, "CLUSTER", "KEYSLOT", mustKey(t, ls[0], k))
+	nodes, err := redistest.Do(live, "CLUSTER", "NODES")
+	require.NoError(t, err)
+	// replicaOf returns the live replica of the master whose id is id.
+	replicaOf := func(id string) *redistest.Server {
+		for _, line := range strings.Split(nodes, "\n") {
+			if f := strings.Fields(line); len(f) > 3 && strings.Contains(f[2], "slave") && !strings.Contains(f[2], "fail") && f[3] == id {
+				return byAddr[strings.Split(f[1], "@")[0]]
+			}
+		}
+		return nil
+	}
+	// A key whose master has a replica, and a key of another master.
+	var key, other, owner string
+	var replica *redistest.Server
+	for i := 0; key == "" || other == ""; i++ {
+		k := "k" + strconv.Itoa(i)
+		slot, err := redistest.Do(live, "CLUSTER", "KEYSLOT", mustKey(t, ls[0], k))
 		require.NoError(t, err)
-		if slotOwner(t, any, s) != owner {
+		o := slotOwner(t, live, slot)
+		switch {
+		case key == "":
+			id, err := redistest.Do(o, "CLUSTER", "MYID")
+			require.NoError(t, err)
+			if r := replicaOf(id); r != nil {
+				key, owner, replica = k, o, r
+			}
+		case o != owner:
 			other = k
 		}
 	}
+	master := byAddr[owner]
 
 	for _, l := range ls {
 		for range limit / 2 {
-			d, err := l.AllowN(t.Context(), "k", time.Time{}, 1)
+			d, err := l.AllowN(t.Context(), key, time.Time{}, 1)
 			require.NoError(t, err)
 			require.True(t, d.Allowed)
 		}
@@ -432,13 +459,14 @@ func TestClusterFailover(t *testing.T) {
 		"the replica has the keys' state")
 
 	master.Stop()
+	crashed[owner] = true
 	start := time.Now()
 	admitted := []int{limit / 2, limit / 2}
 	failed, otherCalls := 0, 0
 	var firstOK time.Duration
 	for i := 0; admitted[0] < limit || admitted[1] < limit; i++ {
 		l := ls[i%2]
-		d, err := l.AllowN(t.Context(), "k", time.Time{}, 1)
+		d, err := l.AllowN(t.Context(), key, time.Time{}, 1)
 		if err != nil {
 			require.Equal(t, redis.FromError, d.Source)
 			require.Less(t, time.Since(start), 30*time.Second, "still failing: %v", err)
@@ -460,7 +488,7 @@ func TestClusterFailover(t *testing.T) {
 		}
 	}
 	for i, l := range ls {
-		d, err := l.AllowN(t.Context(), "k", time.Time{}, 1)
+		d, err := l.AllowN(t.Context(), key, time.Time{}, 1)
 		require.NoError(t, err)
 		require.False(t, d.Allowed, "limiter %d: a call past the limit", i)
 	}
