@@ -371,7 +371,8 @@ func TestClusterReshard(t *testing.T) {
 // decision asks it to reload its map of the slots (without that, the
 // decisions still failed 30 s after the crash, when the test gave up). The
 // autopipeliner offers no way to ask, so there the client's periodic reload
-// does it, set to 2 s.
+// does it, set to 2 s. A master that hangs (SIGSTOP) rather than crashes
+// makes decisions end at their timeout, and they follow the promotion too.
 func TestClusterFailover(t *testing.T) {
 	cl := redistest.StartClusterReplicas(t)
 	_, plain := clusterClient(t, cl)
@@ -383,13 +384,18 @@ func TestClusterFailover(t *testing.T) {
 	apc, err := redis.NewGoRedis(ap)
 	require.NoError(t, err)
 	crashed := map[string]bool{}
-	t.Run("client", func(t *testing.T) { clusterFailover(t, cl, plain, "cf", crashed) })
-	t.Run("autopipeliner", func(t *testing.T) { clusterFailover(t, cl, apc, "cfap", crashed) })
+	crash := (*redistest.Server).Stop
+	t.Run("client", func(t *testing.T) { clusterFailover(t, cl, plain, "cf", crashed, crash) })
+	t.Run("autopipeliner", func(t *testing.T) { clusterFailover(t, cl, apc, "cfap", crashed, crash) })
+	// A master that hangs instead (SIGSTOP): decisions end at their
+	// timeout, not at a refused connection, and follow the promotion all
+	// the same.
+	t.Run("client-hung", func(t *testing.T) { clusterFailover(t, cl, plain, "cfh", crashed, (*redistest.Server).Freeze) })
 }
 
-// clusterFailover is TestClusterFailover on client c, its keys under prefix,
-// crashing a master that is not in crashed (and recording it there).
-func clusterFailover(t *testing.T, cl *redistest.Cluster, c redis.Client, prefix string, crashed map[string]bool) {
+// clusterFailover is TestClusterFailover on client c, its keys under prefix:
+// fail (crash or freeze) a master that is not in crashed, and record it there.
+func clusterFailover(t *testing.T, cl *redistest.Cluster, c redis.Client, prefix string, crashed map[string]bool, fail func(*redistest.Server)) {
 	const limit = 20
 	rule := redis.Rule{Limit: limit, Window: time.Hour}
 	o := redis.Options{Prefix: prefix, Timeout: time.Second}
@@ -458,7 +464,7 @@ func clusterFailover(t *testing.T, cl *redistest.Cluster, c redis.Client, prefix
 	require.Eventually(t, func() bool { return offset(replica) >= want }, 10*time.Second, 10*time.Millisecond,
 		"the replica has the keys' state")
 
-	master.Stop()
+	fail(master)
 	crashed[owner] = true
 	start := time.Now()
 	admitted := []int{limit / 2, limit / 2}
@@ -495,5 +501,5 @@ func clusterFailover(t *testing.T, cl *redistest.Cluster, c redis.Client, prefix
 	role, err := redistest.Do(replica.Addr(), "ROLE")
 	require.NoError(t, err)
 	require.True(t, strings.HasPrefix(role, "master"), "the replica promoted: %s", role)
-	t.Logf("calls that failed during the failover: %d; the first decision by Redis %v after the crash", failed, firstOK)
+	t.Logf("calls that failed during the failover: %d; the first decision by Redis %v after the master failed", failed, firstOK)
 }
