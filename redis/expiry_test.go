@@ -281,8 +281,8 @@ func valueDouble(v string, off int) float64 {
 // them. Every decision, admitted or refused, in the order of the instants
 // the script decided at, must be the oracle's: a key gone while an admission
 // inside a window still counted would admit a call the oracle refuses. The
-// keys are those of NewLog and NewWindow without a MinTTL, which lets them
-// expire soon after their last admission.
+// keys are those of NewLog, NewWindow and NewBuckets without a MinTTL, which
+// lets them expire soon after their last admission.
 func TestOutsideExpiryServerTime(t *testing.T) {
 	s, gc, c1 := standalone(t)
 	_, c2 := connect(t, s)

@@ -8,7 +8,8 @@ import (
 // RedisKey exposes the Redis key a limiter uses for a user key.
 func RedisKey(l *Limiter, key string) (string, error) { return l.redisKey(key) }
 
-// ScriptSHAs returns the digests of the log and window scripts.
+// ScriptSHAs returns the digests of the log and window scripts (not the
+// sub-window counters').
 func ScriptSHAs() (log, window string) { return logScript.sha, windowScript.sha }
 
 // SimClock is a simulated clock for WaitN: decisions are asked at Now, and

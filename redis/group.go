@@ -27,7 +27,8 @@ const MaxGroup = 8
 // decided together. Keys of different tags are refused with an error before
 // anything is sent, on a single server as on a cluster, so that a program
 // that runs on one server runs unchanged on a cluster. A key without braces
-// is its own tag, so it can only be decided alone (with Limiter).
+// is its own tag: "alice" can be decided with "{alice}x", or with "alice"
+// under another limiter, but not with "bob".
 //
 // A Group is safe for concurrent use by multiple goroutines, and so are its
 // limiters, which can still decide one key at a time: a key decided alone

@@ -32,7 +32,8 @@ var (
 // Decide returns the stand-in decision and no error.
 //
 // Quota.Reset is an upper bound: a rule's window (for NewLog) or two windows
-// (for NewWindow) when anything counts against the rule, else 0.
+// (for NewWindow and NewBuckets) when anything counts against the rule,
+// else 0.
 func NewHTTP(l *Limiter, serverClock bool) (*HTTPLimiter, error) {
 	if l == nil {
 		return nil, fmt.Errorf("redis: NewHTTP: limiter must not be nil")

@@ -18,7 +18,8 @@ import (
 // every value there (see docs/redis.md).
 const (
 	// MaxLogLimit is the largest limit of a rule of NewLog: 2^20. The log
-	// of a key costs 8 bytes per unit of its largest limit.
+	// of a key is 6 bytes per unit of its largest limit L plus a header, at
+	// most 8*L+100 bytes in Redis (NewLog).
 	MaxLogLimit = 1 << 20
 	// MaxWindowLimit is the largest limit of a rule of NewWindow and
 	// NewBuckets: 2^26-1.
@@ -130,8 +131,8 @@ type Decision struct {
 	// Allowed reports whether the cost was admitted.
 	Allowed bool
 	// At is the instant decided at, in microseconds: the caller's instant,
-	// the server's clock, or for the exact log the newest stamp when the
-	// caller's instant was older.
+	// the server's clock, or, when that was older, the newest stamp for the
+	// exact log and the latest admission for NewBuckets.
 	At time.Time
 	// ReadyAt is the earliest instant at which the cost would be admitted
 	// if nothing else were admitted meanwhile: At when it was admitted, the
@@ -190,8 +191,9 @@ func NewLog(c Client, opts Options, rules ...Rule) (*Limiter, error) {
 // NewWindow returns a two-counter window limiter: each rule decides as
 // package window does, admitting n at t iff prev*(W-elapsed) + (curr+n)*W <=
 // limit*W computed exactly. It can let up to 2*limit-1 through in some window
-// of a rule's length (docs/window.md). Each key costs 24 bytes per rule in
-// Redis, whatever the limits. Limits are in [1, MaxWindowLimit].
+// of a rule's length (docs/window.md). Each key is one Redis string of 24
+// bytes per rule plus 8, whatever the limits. Limits are in [1,
+// MaxWindowLimit].
 func NewWindow(c Client, opts Options, rules ...Rule) (*Limiter, error) {
 	return newLimiter(c, opts, rules, kindWindow)
 }

@@ -46,7 +46,7 @@ func newScript(src string) script {
 	return script{src: src, sha: hex.EncodeToString(h[:])}
 }
 
-// Both scripts share the reply: {admitted (0 or 1), at, ready, remaining
+// The three scripts share the reply: {admitted (0 or 1), at, ready, remaining
 // per rule...}, instants in microseconds since the Unix epoch. at is the
 // instant decided at; ready is the earliest instant at which the cost would
 // fit if nothing else were admitted (at itself when admitted), or -1 when it
@@ -410,7 +410,7 @@ return out
 // limit (prev weighs in).
 //
 // The products reach 2^76, beyond a double's exact range. Limits are below
-// 2^26 and windows below 2^50 microseconds, so each operand is an integer
+// 2^26 and windows at most 2^50 microseconds, so each operand is an integer
 // and a product that a double computes below 2^53 is exact: the exact one is
 // an integer, and one at or above 2^53 cannot round below it. Below 2^53 the
 // script compares the products directly, and computes floor(x/c) as the
