@@ -55,9 +55,13 @@ var ErrNoScript = errors.New("redis: NOSCRIPT: the server does not have the scri
 // failover within a call or two of the promotion instead of at the client's
 // periodic reload.
 //
-// The per-call timeout of a limiter is a context deadline; go-redis honours it
-// on the socket only when the client was created with ContextTimeoutEnabled.
-// Otherwise the client's ReadTimeout and WriteTimeout bound each call.
+// The per-call timeout of a limiter is a context deadline, which go-redis
+// honours on the socket only when the client was created with
+// ContextTimeoutEnabled; otherwise a decision on a server that does not
+// answer would wait for the client's ReadTimeout (seconds), not the
+// limiter's Timeout. So NewGoRedis refuses a *goredis.Client, ClusterClient
+// or Ring without ContextTimeoutEnabled, with an error that says so. (The
+// deferred autopipeliner ends each call at its deadline itself.)
 func NewGoRedis(c goredis.UniversalClient) (Client, error) {
 	if c == nil {
 		return nil, errors.New("redis: NewGoRedis: client must not be nil")
@@ -67,6 +71,19 @@ func NewGoRedis(c goredis.UniversalClient) (Client, error) {
 		// Its calls wait for their batch whatever their context: a
 		// decision would outlive its timeout while Redis stalls.
 		return nil, errors.New("redis: NewGoRedis: a blocking autopipeliner (AutoPipeline) does not end a call at its context's deadline; use AsyncAutoPipeline")
+	}
+	ctxTimeout := true
+	switch c := c.(type) {
+	case *goredis.Client:
+		ctxTimeout = c.Options().ContextTimeoutEnabled
+	case *goredis.ClusterClient:
+		ctxTimeout = c.Options().ContextTimeoutEnabled
+	case *goredis.Ring:
+		ctxTimeout = c.Options().ContextTimeoutEnabled
+	}
+	if !ctxTimeout {
+		return nil, fmt.Errorf("redis: NewGoRedis: the %T must be created with ContextTimeoutEnabled: true, "+
+			"or go-redis ignores a decision's deadline and waits for its ReadTimeout when Redis does not answer", c)
 	}
 	cc, _ := c.(*goredis.ClusterClient)
 	return goRedis{c: c, ap: ap, cluster: cc}, nil

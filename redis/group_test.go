@@ -253,7 +253,7 @@ func TestGroupErrors(t *testing.T) {
 	lg := mustLog(t, c, redis.Options{Prefix: "e1"}, redis.Rule{Limit: 2, Window: time.Hour})
 	lg2 := mustLog(t, c, redis.Options{Prefix: "e2"}, redis.Rule{Limit: 10, Window: time.Hour})
 	win := mustWindow(t, c, redis.Options{Prefix: "e3"}, redis.Rule{Limit: 10, Window: time.Hour})
-	other, err := redis.NewGoRedis(goredis.NewClient(&goredis.Options{Addr: s.Addr()}))
+	other, err := redis.NewGoRedis(goredis.NewClient(&goredis.Options{Addr: s.Addr(), ContextTimeoutEnabled: true}))
 	require.NoError(t, err)
 	lgOther := mustLog(t, other, redis.Options{Prefix: "e4"}, redis.Rule{Limit: 10, Window: time.Hour})
 	fb := mustLog(t, c, redis.Options{Prefix: "e5", OnError: redis.FallBack, Fallback: []redis.Rule{{Limit: 1, Window: time.Second}}}, redis.Rule{Limit: 10, Window: time.Hour})

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	goredis "github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/slidelimit/slidelimit/redis"
@@ -52,6 +53,18 @@ func TestNewErrors(t *testing.T) {
 	}
 	_, err := redis.NewGoRedis(nil)
 	require.ErrorContains(t, err, "redis: NewGoRedis: client must not be nil")
+	// A client that would ignore a decision's deadline (go-redis's default)
+	// is refused, whatever its kind.
+	for _, gc := range []goredis.UniversalClient{
+		goredis.NewClient(&goredis.Options{Addr: "127.0.0.1:1"}),
+		goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: []string{"127.0.0.1:1"}}),
+		goredis.NewRing(&goredis.RingOptions{Addrs: map[string]string{"a": "127.0.0.1:1"}}),
+		goredis.NewFailoverClient(&goredis.FailoverOptions{MasterName: "m", SentinelAddrs: []string{"127.0.0.1:1"}}),
+	} {
+		_, err := redis.NewGoRedis(gc)
+		require.ErrorContains(t, err, "must be created with ContextTimeoutEnabled: true", "%T", gc)
+		require.NoError(t, gc.Close())
+	}
 }
 
 // TestBadInput: bad keys, instants and costs are errors that name them, and
