@@ -22,12 +22,17 @@ import (
 //     full limits.
 //  2. Otherwise the members decide for real: first those that are not
 //     Checkers (a remote limiter deciding in one round trip), then the
-//     Checkers, in the order given. The first refusal ends the request.
+//     Checkers whose answer was only a guess (a per-key adapter asked for a
+//     key it does not hold while its store is full or its factory last
+//     failed: only a decision, which sweeps or creates, can tell), then the
+//     other Checkers, each group in the order given. The first refusal ends
+//     the request.
 //
 // When calls are not concurrent, a phase-2 refusal can only come from a
-// member that is not a Checker (the Checkers just said they admit), so with
-// at most one such member, a refused request never consumes anything: the
-// decisions are those of one limiter holding all the rules, all-or-nothing.
+// member that is not a Checker or whose check was a guess (the others just
+// said they admit), so with at most one such member, a refused request never
+// consumes anything: the decisions are those of one limiter holding all the
+// rules, all-or-nothing.
 // Under concurrency, another request may take the last capacity of a member
 // between the two phases; the request is then refused, and the members that
 // already decided for it in phase 2 keep its cost. Each such lost cost is
@@ -52,36 +57,32 @@ func All(members ...Limiter) (Limiter, error) {
 			return nil, fmt.Errorf("httplimit: All: limiter %d has no rules", i)
 		}
 		c, _ := m.(Checker)
-		a.members = append(a.members, member{l: m, c: c, at: len(a.rules), n: len(rules)})
+		g, _ := m.(guessingChecker)
+		a.members = append(a.members, member{l: m, c: c, g: g, at: len(a.rules), n: len(rules)})
 		a.rules = append(a.rules, rules...)
 	}
 	if len(a.rules) > MaxRules {
 		return nil, fmt.Errorf("httplimit: All: the limiters have %d rules together, at most %d are supported", len(a.rules), MaxRules)
 	}
-	// Phase 2 order: members that cannot be checked first.
-	for _, m := range a.members {
-		if m.c == nil {
-			a.order = append(a.order, m)
-		}
-	}
-	for _, m := range a.members {
-		if m.c != nil {
-			a.order = append(a.order, m)
-		}
-	}
 	return a, nil
+}
+
+// guessingChecker is a Checker that can say its answer was a guess: the
+// per-key adapters, for a key they do not hold (perKey.Check).
+type guessingChecker interface {
+	check(ctx context.Context, key string, now time.Time, cost int) (d Decision, sure bool, err error)
 }
 
 type member struct {
 	l  Limiter
-	c  Checker // nil if l is not a Checker
-	at int     // index of its first rule in the combined policy
-	n  int     // its number of rules
+	c  Checker         // nil if l is not a Checker
+	g  guessingChecker // c, if it can say its answer was a guess
+	at int             // index of its first rule in the combined policy
+	n  int             // its number of rules
 }
 
 type all struct {
 	members []member // in the order given
-	order   []member // phase 2 order
 	rules   []Rule
 }
 
@@ -120,33 +121,71 @@ func (a *all) start() Decision {
 }
 
 func (a *all) Check(ctx context.Context, key string, now time.Time, cost int) (Decision, error) {
+	out, _, err := a.checkMembers(ctx, key, now, cost)
+	return out, err
+}
+
+// check makes an All that is a member of another one a guessingChecker:
+// its answer is a guess when one of its members' is.
+func (a *all) check(ctx context.Context, key string, now time.Time, cost int) (Decision, bool, error) {
+	out, guessed, err := a.checkMembers(ctx, key, now, cost)
+	return out, guessed == 0, err
+}
+
+// checkMembers is Check, and also returns the set of members (bit i for
+// members[i]) whose answer was a guess.
+func (a *all) checkMembers(ctx context.Context, key string, now time.Time, cost int) (Decision, uint32, error) {
 	out := a.start()
-	for _, m := range a.members {
-		if m.c == nil {
+	var guessed uint32
+	for i, m := range a.members {
+		var d Decision
+		var err error
+		switch {
+		case m.g != nil:
+			var sure bool
+			d, sure, err = m.g.check(ctx, key, now, cost)
+			if !sure {
+				guessed |= 1 << i
+			}
+		case m.c != nil:
+			d, err = m.c.Check(ctx, key, now, cost)
+		default:
 			continue
 		}
-		d, err := m.c.Check(ctx, key, now, cost)
 		if err != nil {
-			return Decision{}, err
+			return Decision{}, 0, err
 		}
 		a.merge(&out, m, &d)
 	}
-	return out, nil
+	return out, guessed, nil
 }
 
 func (a *all) Decide(ctx context.Context, key string, now time.Time, cost int) (Decision, error) {
-	out, err := a.Check(ctx, key, now, cost)
+	out, guessed, err := a.checkMembers(ctx, key, now, cost)
 	if err != nil || !out.Allowed {
 		return out, err
 	}
-	for _, m := range a.order {
-		d, err := m.l.Decide(ctx, key, now, cost)
-		if err != nil {
-			return Decision{}, err
-		}
-		a.merge(&out, m, &d)
-		if !d.Allowed {
-			return out, nil
+	// Phase 2: the members that are not Checkers (pass 0), the Checkers
+	// that guessed (1), the other Checkers (2), each in the order given.
+	for pass := range 3 {
+		for i, m := range a.members {
+			class := 2
+			if m.c == nil {
+				class = 0
+			} else if guessed&(1<<i) != 0 {
+				class = 1
+			}
+			if class != pass {
+				continue
+			}
+			d, err := m.l.Decide(ctx, key, now, cost)
+			if err != nil {
+				return Decision{}, err
+			}
+			a.merge(&out, m, &d)
+			if !d.Allowed {
+				return out, nil
+			}
 		}
 	}
 	return out, nil

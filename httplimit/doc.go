@@ -11,7 +11,8 @@
 // with one call of Decide. The Decision is the whole answer: admitted or
 // not, why not, when the cost would fit (for Retry-After), and the state of
 // each rule (for the RateLimit field). The adapters [Ring], [Window],
-// [Multi], [Approx] and [Keyed] wrap the limiters of this module; a limiter
+// [Multi], [Approx], [Keyed] and [KeyedWindow] wrap the limiters of this
+// module; a limiter
 // on a remote store implements Limiter itself, deciding in one round trip.
 // [All] combines several limiters so that a request refused by one consumes
 // nothing from the others.
@@ -28,8 +29,8 @@
 // request allocates nothing when the RateLimit fields are off. When they are
 // on, it allocates at most the RateLimit field's value (two allocations if
 // that value is long, as with several rules with long names), and nothing
-// when the policy has one rule and the remaining count and reset repeat an
-// earlier response's: the middleware remembers those values, up to 512.
+// when the remaining counts and resets repeat an earlier response's: the
+// middleware remembers up to 512 values for one rule and 256 for several.
 //
 // docs/http.md describes the trust model for client addresses, the exact
 // bytes sent, the bound of All under concurrency, the failure policy, and

@@ -19,15 +19,19 @@ import (
 // Decisions map keyed's answers: a refusal by the key's limiter is
 // OverLimit, with RetryAt from the key's ReadyAt; keyed.ErrFull is Full and
 // keyed.ErrNeverReady is Never (refusals, not errors); a factory's error is
-// returned as the limiter's failure. With one rule, Remaining is the key's
+// returned as the limiter's failure. Check, which records nothing, cannot
+// tell whether a key absent from a full store, or from one whose last
+// creation failed, would be created (a decision sweeps idle keys and tries
+// the factory again), so it answers as for a new key, and [All] decides such
+// a member before its other Checkers. With one rule, Remaining is the key's
 // TokensAt and Reset when the key's whole limit fits again. With several
 // rules, over multi limiters, each rule's Remaining and Reset are the key's
 // limiter's own for that rule (multi's DecideRules); over a limiter that
 // cannot tell its rules apart, Remaining is the smallest remaining for every
 // rule (a lower bound for the others) and Reset twice the rule's window when
 // anything counts against the key (an upper bound for every limiter of this
-// module). With the quota asked for (and, with several rules over multi
-// limiters, always), a request is one call of k's DecideStatus or
+// module). With the quota asked for (and, with several rules, always), a
+// request is one call of k's DecideStatus or
 // DecideRules (one lookup of the key), whose answers for ring, window and
 // multi limiters come from the state the decision was made on. Check, which
 // records nothing, reads each rule's quota over multi limiters with a cost of
@@ -69,7 +73,8 @@ type statusStore interface {
 }
 
 // rulesStore is a keyed store that also reports each rule's quota with a
-// decision, when the key's limiter does (keyed.Limiter over multi limiters).
+// decision (keyed.Limiter; each rule's own when the key's limiter is a
+// multi limiter).
 type rulesStore interface {
 	DecideRules(key string, now time.Time, n int, rules []keyed.Status) (keyed.Status, []keyed.Status, error)
 }
@@ -128,7 +133,7 @@ func (p *perKey[S]) serve(m *Middleware, w http.ResponseWriter, r *http.Request,
 // cost was not admitted. On an error, d is meaningless.
 func (p *perKey[S]) decide(d *Decision, key string, now time.Time, cost int, quota bool) error {
 	if p.each != nil || (p.status != nil && quota) {
-		// With several rules over multi limiters, always: a refusal's
+		// With several rules, always: over multi limiters a refusal's
 		// quota is then each rule's own in every mode of the fields.
 		return p.decideStatus(d, key, now, cost)
 	}
@@ -207,8 +212,20 @@ func refusedWith(d *Decision, s *keyed.Status, now time.Time, err error) error {
 	return nil
 }
 
-func (p *perKey[S]) Check(_ context.Context, key string, now time.Time, cost int) (Decision, error) {
-	var d Decision
+// Check answers as Decide would, recording nothing. For a key that is absent
+// while the store is full, or after its last creation failed, the store
+// answers no (keyed's ReadyAt), but Decide may still admit: it sweeps a full
+// store's idle keys (an automatic sweep) and tries the factory again. Only a
+// decision can tell, so Check answers as for a new key, admitted with every
+// rule's whole limit, and All decides such a member before the other
+// Checkers, so that its refusal costs them nothing.
+func (p *perKey[S]) Check(ctx context.Context, key string, now time.Time, cost int) (Decision, error) {
+	d, _, err := p.check(ctx, key, now, cost)
+	return d, err
+}
+
+// check is Check, and reports whether its answer is sure (see Check).
+func (p *perKey[S]) check(_ context.Context, key string, now time.Time, cost int) (d Decision, sure bool, err error) {
 	switch at, ok := p.k.ReadyAt(key, now, cost); {
 	case ok && !at.After(now):
 		d.Allowed = true
@@ -217,10 +234,16 @@ func (p *perKey[S]) Check(_ context.Context, key string, now time.Time, cost int
 	case cost < 0 || cost > p.limit:
 		d.Reason = Never
 	default:
-		d.Reason = Full // the key is absent and the Limiter is full
+		// Absent, and the store full or its last creation failed.
+		d.Allowed = true
+		d.NumQuota = min(len(p.rules), MaxRules)
+		for i := range d.NumQuota {
+			d.Quota[i] = Quota{Remaining: p.rules[i].Limit}
+		}
+		return d, false, nil
 	}
 	p.quota(&d, key, now)
-	return d, nil
+	return d, true, nil
 }
 
 func (p *perKey[S]) quota(d *Decision, key string, now time.Time) {

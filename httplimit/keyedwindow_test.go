@@ -51,8 +51,8 @@ func TestKeyedWindow(t *testing.T) {
 
 // TestKeyedWindowMatchesKeyed: KeyedWindow decides from one snapshot per
 // request (keyed.Window.DecideStatus); Keyed over a keyed.Limiter of
-// window.Limiters with the same rule assembles the same Decision from
-// Decide, TokensAt and ReadyAt. With one goroutine the two must agree on
+// window.Limiters with the same rule decides through the key's
+// window.Limiter.DecideStatus. With one goroutine the two must agree on
 // every field of every decision: admitted or why not, RetryAt, Remaining
 // and Reset, through idle gaps, stale instants (clamped by the sweeps'
 // floor), costs out of range and a store that is often full.

@@ -93,7 +93,8 @@ type Decision struct {
 // Limiter is what the middleware needs from a rate limiter: one decision per
 // request, from one call (one round trip for a limiter on a remote store),
 // and the policy it enforces. The adapters of this package wrap every limiter
-// of this module ([Ring], [Window], [Multi], [Approx], [Keyed]); a limiter on
+// of this module ([Ring], [Window], [Multi], [Approx], [Keyed],
+// [KeyedWindow]); a limiter on
 // a remote store implements it directly.
 //
 // Implementations must be safe for concurrent use by multiple goroutines.

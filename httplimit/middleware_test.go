@@ -378,3 +378,67 @@ func mustApprox(t *testing.T, rules ...multi.Rule) *multi.Approx {
 	require.NoError(t, err)
 	return l
 }
+
+// TestFactoryRecovers: a factory that fails once makes that request fail
+// (503 under FailClosed), and the next requests create their keys as usual,
+// alone or inside All, where a dry check comes first: a store that once
+// failed to create a key is not full, and its new keys must still be
+// created.
+func TestFactoryRecovers(t *testing.T) {
+	for _, inAll := range []bool{false, true} {
+		calls := 0
+		k, err := keyed.New[string](func() (*ring.Limiter, error) {
+			calls++
+			if calls == 3 { // the first request's: keyed.New made two
+				return nil, errors.New("factory down")
+			}
+			return ring.New(5, time.Second)
+		})
+		require.NoError(t, err)
+		var l httplimit.Limiter = httplimit.Keyed(k, httplimit.Rule{Limit: 5, Window: time.Second})
+		if inAll {
+			l, err = httplimit.All(l, httplimit.Ring(mustRing(t, 100, time.Second)))
+			require.NoError(t, err)
+		}
+		h, c := newMW(t, l, httplimit.Key(httplimit.HeaderKey("X-Api-Key")))
+		assert.Equal(t, 503, get(h, c, 0, "X-Api-Key", "a").Code, "all %v: the failed creation", inAll)
+		for _, key := range []string{"b", "a", "c"} {
+			w := get(h, c, 0, "X-Api-Key", key)
+			assert.Equal(t, 200, w.Code, "all %v: key %q after the factory recovered: %s", inAll, key, w.Body.String())
+		}
+	}
+}
+
+// TestFullStoreSweeps: a full store refuses a new key (503 Full) while its
+// keys are busy; once they are idle, the next new key makes the store sweep
+// them and is admitted, alone or inside All, where a dry check comes first
+// (a dry check does not sweep, so it cannot tell). Inside All, the refusals
+// of the full store cost the other member nothing.
+func TestFullStoreSweeps(t *testing.T) {
+	for _, inAll := range []bool{false, true} {
+		k, err := keyed.New[string](func() (*ring.Limiter, error) { return ring.New(5, time.Second) }, keyed.MaxKeys(2))
+		require.NoError(t, err)
+		var l httplimit.Limiter = httplimit.Keyed(k, httplimit.Rule{Limit: 5, Window: time.Second})
+		if inAll {
+			// A global limit of 4 per minute, given first: the keyed
+			// member's refusals must cost it nothing.
+			l, err = httplimit.All(httplimit.Ring(mustRing(t, 4, time.Minute)), l)
+			require.NoError(t, err)
+		}
+		h, c := newMW(t, l, httplimit.Key(httplimit.HeaderKey("X-Api-Key")))
+		for _, key := range []string{"a", "b"} {
+			assert.Equal(t, 200, get(h, c, 0, "X-Api-Key", key).Code, "all %v: key %q", inAll, key)
+		}
+		for range 3 {
+			w := get(h, c, 0, "X-Api-Key", "c")
+			assert.Equal(t, 503, w.Code, "all %v: a third key while two are busy", inAll)
+			assert.Equal(t, "rate limiter is full\n", w.Body.String())
+		}
+		w := get(h, c, 10*time.Second, "X-Api-Key", "c")
+		assert.Equal(t, 200, w.Code, "all %v: a third key once the two are idle: %s", inAll, w.Body.String())
+		assert.Equal(t, 200, get(h, c, 10*time.Second, "X-Api-Key", "c").Code, "all %v: the fourth admission", inAll)
+		if inAll {
+			assert.Equal(t, 429, get(h, c, 10*time.Second, "X-Api-Key", "c").Code, "the global limit's fifth")
+		}
+	}
+}
