@@ -160,7 +160,8 @@ func (l *Limiter) Allow() bool { return l.allow(l.base.Now(), 1) }
 
 // AllowN reports whether n units of cost are admitted at instant now, and if
 // so records them. It admits iff prev*(window-elapsed) + (curr+n)*window <=
-// limit*window; a refused call changes nothing.
+// limit*window; a refused call records nothing (it may move the window start
+// to its instant's window: see Limiter).
 //
 // n == 0 is always admitted and records nothing. n < 0 and n > Limit() are
 // always refused.

@@ -4,7 +4,7 @@
 // the count word, and the compare-and-swap protocol that keeps them
 // consistent. The arithmetic is package twocount's; the protocol and its
 // proofs are described in the repository's documentation of window, under
-// "Concurrency".
+// "State and protocol".
 //
 // A state is the pair (at, cnt). A new state is (New(), 0). The functions
 // take pointers to the two words, so that each caller lays them out as suits
