@@ -16,7 +16,10 @@ import (
 // gets the context made for the slot, whose deadline is the slot's end plus
 // the timeout. A call is thus bounded by its timeout and at most a 128th
 // more, and one timer per slot runs for all of them. Only the latest such
-// context is remembered: calls that alternate between several share less.
+// context is remembered, and sharing starts at its second call in a row:
+// a call with another context gets a deadline of its own, released when it
+// ends, so that contexts made per call (or calls that alternate between
+// several) never leave a timer running after their call.
 // Other contexts (a request's, which its server cancels) get a deadline of
 // their own, and a caller whose deadline comes before the timeout keeps its
 // context as it is.
@@ -32,7 +35,7 @@ type deadlines struct {
 // so that the timer's release is visibly accounted for.
 type slotContext struct {
 	parent context.Context
-	slot   int64 // slots since clockBase
+	slot   int64 // slots since clockBase; -1 before parent's shared context
 	ctx    context.Context
 	cancel context.CancelFunc
 }
@@ -59,12 +62,25 @@ func (d *deadlines) bound(ctx context.Context) (context.Context, context.CancelF
 	if dl, ok := ctx.Deadline(); ok && time.Until(dl) <= d.timeout {
 		return ctx, noCancel
 	}
-	if ctx.Done() != nil || !reflect.TypeOf(ctx).Comparable() {
+	// reflect.ValueOf, not TypeOf: a context of a comparable struct type
+	// can hold an interface whose value is not comparable, and comparing
+	// it with == would panic.
+	if ctx.Done() != nil || !reflect.ValueOf(ctx).Comparable() {
 		return context.WithTimeout(ctx, d.timeout)
 	}
 	// time.Since reads only the monotonic clock, cheaper than time.Now.
 	slot := int64(time.Since(clockBase) / d.slot)
-	if s := d.last.Load(); s != nil && s.slot == slot && s.parent == ctx {
+	s := d.last.Load()
+	if s == nil || s.parent != ctx {
+		// A context not seen just before, perhaps made for this call
+		// alone (a context of values per job): a deadline of its own,
+		// released when the call ends. Sharing starts at its next call,
+		// so that one-off contexts never leave a timer running for the
+		// whole timeout after their call.
+		d.last.Store(&slotContext{parent: ctx, slot: -1})
+		return context.WithTimeout(ctx, d.timeout)
+	}
+	if s.slot == slot {
 		return s.ctx, noCancel
 	}
 	// Two steps: Time.Add copes with a timeout near the largest Duration,

@@ -28,6 +28,7 @@ type seenContext struct {
 	deadline time.Time
 	ok       bool
 	value    any
+	ctx      context.Context
 }
 
 type ctxKey struct{}
@@ -38,7 +39,7 @@ func (c *deadlineClient) EvalSHA(ctx context.Context, _ string, keys []string, _
 	if c.last == nil {
 		c.last = map[string]seenContext{}
 	}
-	c.last[keys[0]] = seenContext{dl, ok, ctx.Value(ctxKey{})}
+	c.last[keys[0]] = seenContext{dl, ok, ctx.Value(ctxKey{}), ctx}
 	c.mu.Unlock()
 	if c.block {
 		<-ctx.Done()
@@ -180,4 +181,46 @@ func TestTimeoutDeadline(t *testing.T) {
 		require.NoError(t, err)
 		require.False(t, c.seen(t, l, "k").ok, "a negative timeout adds no deadline")
 	})
+}
+
+// structCtx is a context of a comparable struct type that can hold a value
+// that is not comparable.
+type structCtx struct {
+	context.Context
+	v any
+}
+
+// TestDeadlineContexts: a context that is not the one of the call before
+// (a context of values made per job) gets a deadline that ends with its
+// call, so that no timer outlives it; a context used again shares its
+// slot's deadline from its second call in a row; a context of a comparable
+// type holding a value that is not comparable takes a deadline of its own
+// and does not make the sharing panic.
+func TestDeadlineContexts(t *testing.T) {
+	c := &deadlineClient{}
+	l, err := redis.NewLog(c, redis.Options{Timeout: time.Minute}, redis.Rule{Limit: 100, Window: time.Hour})
+	require.NoError(t, err)
+	for i := range 3 {
+		ctx := context.WithValue(context.Background(), ctxKey{}, i)
+		_, err := l.AllowN(ctx, "k", time.Time{}, 1)
+		require.NoError(t, err)
+		seen := c.seen(t, l, "k")
+		require.Equal(t, i, seen.value)
+		require.Error(t, seen.ctx.Err(), "call %d: its context still runs after the call, with a timer for the whole timeout", i)
+	}
+	bg := context.Background()
+	var shared []context.Context
+	for range 3 {
+		_, err := l.AllowN(bg, "k", time.Time{}, 1)
+		require.NoError(t, err)
+		shared = append(shared, c.seen(t, l, "k").ctx)
+	}
+	require.Error(t, shared[0].Err(), "the first call in a row has its own deadline")
+	require.NoError(t, shared[2].Err(), "from the second call in a row, the slot's deadline is shared")
+	require.True(t, shared[1] == shared[2], "the second and third calls share one context")
+	sc := structCtx{context.Background(), []int{1}}
+	for range 3 {
+		_, err := l.AllowN(sc, "k", time.Time{}, 1)
+		require.NoError(t, err)
+	}
 }

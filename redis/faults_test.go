@@ -405,3 +405,82 @@ func TestReplicaReadOnly(t *testing.T) {
 	require.Equal(t, redis.FromFailOpen, d.Source)
 	require.ErrorContains(t, d.Err, "READONLY")
 }
+
+// TestPolicyEdges: what each failure policy answers at its edges, with the
+// server down. Under FailOpen a cost above the limit is still refused, with
+// no instant at which it fits. Under FallBack a refusal says when the
+// fallback would admit the cost, and a fallback store that is full sweeps
+// its idle keys to make room for a new one, as a keyed store does, instead
+// of refusing every new key for the rest of the outage. A caller that gives
+// up during a call gets its context's error under every policy, not an
+// admission.
+func TestPolicyEdges(t *testing.T) {
+	s := redistest.Start(t)
+	_, c := connect(t, s)
+	rule := redis.Rule{Limit: 3, Window: time.Hour}
+	fbRule := redis.Rule{Limit: 1, Window: 10 * time.Millisecond}
+	mk := func(p redis.Policy, prefix string) *redis.Limiter {
+		l, err := redis.NewLog(c, redis.Options{Prefix: prefix, Timeout: 100 * time.Millisecond, OnError: p,
+			Fallback: []redis.Rule{fbRule}, FallbackMaxKeys: 2}, rule)
+		require.NoError(t, err)
+		return l
+	}
+	closed, open, fb := mk(redis.FailClosed, "pe-c"), mk(redis.FailOpen, "pe-o"), mk(redis.FallBack, "pe-f")
+
+	t.Run("cancelled", func(t *testing.T) {
+		// The server stops answering; the caller gives up after 20 ms,
+		// before the limiter's timeout of 100 ms.
+		_, err := redistest.Do(s.Addr(), "CLIENT", "PAUSE", "400", "ALL")
+		require.NoError(t, err)
+		for _, l := range []*redis.Limiter{closed, open, fb} {
+			ctx, cancel := context.WithCancel(t.Context())
+			time.AfterFunc(20*time.Millisecond, cancel)
+			d, err := l.AllowN(ctx, "k", time.Time{}, 1)
+			require.ErrorIs(t, err, context.Canceled)
+			require.False(t, d.Allowed)
+			require.Equal(t, redis.FromError, d.Source)
+		}
+		// Wait for the pause to end.
+		require.Eventually(t, func() bool {
+			_, err := closed.AllowN(t.Context(), "k", time.Time{}, 0)
+			return err == nil
+		}, 5*time.Second, 20*time.Millisecond)
+	})
+
+	s.Stop()
+	now := time.Now()
+	t.Run("fail-open", func(t *testing.T) {
+		d, err := open.AllowN(t.Context(), "k", now, rule.Limit+1)
+		require.NoError(t, err)
+		require.False(t, d.Allowed, "a cost above the limit, admitted unchecked")
+		require.True(t, d.ReadyAt.IsZero())
+		require.Equal(t, redis.FromFailOpen, d.Source)
+		require.Error(t, d.Err)
+		d, err = open.AllowN(t.Context(), "k", now, rule.Limit)
+		require.NoError(t, err)
+		require.True(t, d.Allowed)
+	})
+	t.Run("fallback", func(t *testing.T) {
+		for _, k := range []string{"a", "b"} {
+			d, err := fb.AllowN(t.Context(), k, now, 1)
+			require.NoError(t, err)
+			require.True(t, d.Allowed, "key %q", k)
+			d, err = fb.AllowN(t.Context(), k, now, 1)
+			require.NoError(t, err)
+			require.False(t, d.Allowed, "key %q, second call", k)
+			require.Equal(t, fbRule.Window, d.ReadyAt.Sub(now), "key %q: when the fallback admits again", k)
+		}
+		// The store holds two keys, both busy: a third is refused.
+		d, err := fb.AllowN(t.Context(), "c", now, 1)
+		require.NoError(t, err)
+		require.False(t, d.Allowed, "a third key while two are busy")
+		// Both idle: the store makes room.
+		later := now.Add(10 * fbRule.Window)
+		for _, k := range []string{"c", "d"} {
+			d, err = fb.AllowN(t.Context(), k, later, 1)
+			require.NoError(t, err)
+			require.True(t, d.Allowed, "key %q once the others are idle", k)
+			require.Equal(t, redis.FromFallback, d.Source)
+		}
+	})
+}

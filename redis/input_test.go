@@ -97,6 +97,9 @@ func TestBadInput(t *testing.T) {
 			{"k", time.Unix(0, 0), 1, "redis: now must be after the Unix epoch and before 2112"},
 			{"k", time.Unix(-5, 0), 1, "redis: now must be after"},
 			{"k", time.Date(2200, 1, 1, 0, 0, 0, 0, time.UTC), 1, "redis: now must be after"},
+			// Past year 294246 UnixMicro wraps round: this one would read
+			// as 448384 µs after the epoch.
+			{"k", time.Unix(18446744073710, 0), 1, "redis: now must be after"},
 		} {
 			d, err := l.AllowN(t.Context(), tc.key, tc.now, tc.n)
 			require.ErrorContains(t, err, tc.want)

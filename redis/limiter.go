@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"strings"
 	"time"
@@ -46,6 +47,10 @@ const (
 	maxMicros = 1 << 52 // instants are below 2^52 µs after the epoch (year 2112)
 )
 
+// minInstant and maxInstant bound the caller's instants: [1 µs, 2^52 µs)
+// after the Unix epoch.
+var minInstant, maxInstant = time.UnixMicro(1), time.UnixMicro(maxMicros)
+
 // Rule is one limit: at most Limit units of cost per Window.
 type Rule struct {
 	Limit  int
@@ -65,7 +70,8 @@ const (
 	// FailClosed returns the error and a refusal (the HTTP middleware
 	// answers 503). The default.
 	FailClosed Policy = iota
-	// FailOpen admits the call and reports the error in Decision.Err.
+	// FailOpen admits the call and reports the error in Decision.Err; a
+	// cost above a rule's limit, which never fits, is still refused.
 	FailOpen
 	// FallBack decides with an in-process limiter per key, with the rules
 	// of Options.Fallback, and reports the error in Decision.Err.
@@ -80,7 +86,8 @@ const (
 	FromRedis Source = iota
 	// FromError: Redis failed and the policy is FailClosed.
 	FromError
-	// FromFailOpen: Redis failed and the call was admitted unchecked.
+	// FromFailOpen: Redis failed and the call was admitted unchecked (or
+	// refused, when its cost is above a rule's limit: it never fits).
 	FromFailOpen
 	// FromFallback: Redis failed and the in-process fallback decided.
 	FromFallback
@@ -150,6 +157,7 @@ type Decision struct {
 
 // fallbackStore is the part of package keyed the fallback uses.
 type fallbackStore interface {
+	Decide(key string, now time.Time, n int) (bool, error)
 	AllowN(key string, now time.Time, n int) bool
 	ReadyAt(key string, now time.Time, n int) (time.Time, bool)
 	TokensAt(key string, now time.Time) int
@@ -483,11 +491,12 @@ func decide(ctx context.Context, ls []*Limiter, keys []string, now time.Time, n 
 	}
 	at := serverClock
 	if !now.IsZero() {
-		us := now.UnixMicro()
-		if us < 1 || us >= maxMicros {
+		// Compared as instants: UnixMicro wraps round for years past
+		// 294246, which would land a far instant inside the range.
+		if now.Before(minInstant) || !now.Before(maxInstant) {
 			return Decision{}, fmt.Errorf("redis: now must be after the Unix epoch and before 2112, got %v", now)
 		}
-		at = us
+		at = now.UnixMicro()
 	}
 	if n < 0 {
 		return Decision{}, fmt.Errorf("redis: n must be at least 0, got %d", n)
@@ -495,9 +504,12 @@ func decide(ctx context.Context, ls []*Limiter, keys []string, now time.Time, n 
 	if err := ctx.Err(); err != nil {
 		return Decision{}, err
 	}
-	maxLim, nargs, nrules := 0, 2, 0
+	maxLim, minLim, nargs, nrules := 0, math.MaxInt, 2, 0
 	for _, m := range ls {
 		maxLim = max(maxLim, m.maxLim)
+		for _, r := range m.rules {
+			minLim = min(minLim, r.Limit)
+		}
 		nargs += len(m.args) + 1
 		nrules += len(m.rules)
 	}
@@ -514,11 +526,21 @@ func decide(ctx context.Context, ls []*Limiter, keys []string, now time.Time, n 
 			args = append(args, m.args[1:]...)
 		}
 	}
+	caller := ctx
 	ctx, cancel := l.timeout.bound(ctx)
 	defer cancel()
 	reply, err := l.run(ctx, rks, args)
 	if err == nil {
 		return l.decision(reply, nrules)
+	}
+	if cerr := caller.Err(); errors.Is(cerr, context.Canceled) {
+		// The caller gave up during the call: its error under every
+		// policy, as for a context cancelled before it (a fail-open
+		// admission or a fallback's would answer a caller that has left).
+		if !errors.Is(err, cerr) {
+			err = fmt.Errorf("%w (%w)", err, cerr)
+		}
+		return Decision{Source: FromError}, err
 	}
 	var ne net.Error
 	if errors.As(err, &ne) && ne.Timeout() && !errors.Is(err, context.DeadlineExceeded) {
@@ -535,6 +557,11 @@ func decide(ctx context.Context, ls []*Limiter, keys []string, now time.Time, n 
 		at := now
 		if at.IsZero() {
 			at = time.Now()
+		}
+		if n > minLim {
+			// Never admitted, whatever Redis holds: refused, as Redis
+			// would, with no instant at which it fits.
+			return Decision{At: at, Source: FromFailOpen, Err: err}, nil
 		}
 		return Decision{Allowed: true, At: at, ReadyAt: at, Source: FromFailOpen, Err: err}, nil
 	case FallBack:
@@ -571,38 +598,55 @@ func (l *Limiter) decision(r []int64, nrules int) (Decision, error) {
 
 // fallback decides with the in-process limiters of ls (each has one, the
 // constructor of the group checked): the cost is admitted iff every key's
-// fallback admits it at now. With several keys the check and the records are
-// not one atomic step in process: a concurrent call can take a key's room
-// between them, and then the keys recorded before stay recorded (the call
-// is refused; the error is on the side of refusing).
+// fallback admits it at now. One key is decided by its fallback's Decide,
+// which sweeps a full store's idle keys to make room for a new one; a read-
+// only check cannot, and would refuse every new key once the store had
+// filled. With several keys the check and the records are not one atomic
+// step in process: a concurrent call can take a key's room between them,
+// and then the keys recorded before stay recorded (the call is refused; the
+// error is on the side of refusing). A refusal's ReadyAt is when every key's
+// fallback would admit the cost, zero when one never would (the cost above
+// its limit, or a new key while the store is full).
 func fallback(ls []*Limiter, keys []string, now time.Time, n int, dry bool, nrules int, err error) Decision {
 	if now.IsZero() {
 		now = time.Now()
 	}
 	d := Decision{At: now, Source: FromFallback, Err: err, Allowed: true}
-	for i, m := range ls {
-		at, ok := m.fb.ReadyAt(keys[i], now, n)
-		if !ok {
-			d.Allowed, d.ReadyAt = false, time.Time{}
-			break
-		}
-		if at.After(now) {
-			d.Allowed = false
-			if at.After(d.ReadyAt) {
-				d.ReadyAt = at
-			}
-		}
-	}
-	if d.Allowed && !dry {
+	if len(ls) == 1 && !dry {
+		d.Allowed, _ = ls[0].fb.Decide(keys[0], now, n)
+	} else {
 		for i, m := range ls {
-			if !m.fb.AllowN(keys[i], now, n) {
+			if at, ok := m.fb.ReadyAt(keys[i], now, n); !ok || at.After(now) {
 				d.Allowed = false
 				break
 			}
 		}
+		if d.Allowed && !dry {
+			for i, m := range ls {
+				if !m.fb.AllowN(keys[i], now, n) {
+					d.Allowed = false // a concurrent call took the room
+					break
+				}
+			}
+		}
 	}
-	if d.Allowed {
-		d.ReadyAt = now
+	d.ReadyAt = now
+	if !d.Allowed {
+		d.ReadyAt = time.Time{}
+		for i, m := range ls {
+			at, ok := m.fb.ReadyAt(keys[i], now, n)
+			if !ok {
+				d.ReadyAt = time.Time{}
+				break
+			}
+			if !at.After(now) {
+				// Refused at now, so not before the next instant.
+				at = now.Add(time.Microsecond)
+			}
+			if at.After(d.ReadyAt) {
+				d.ReadyAt = at
+			}
+		}
 	}
 	d.Remaining = make([]int, 0, nrules)
 	for i, m := range ls {
