@@ -383,7 +383,8 @@ func (l *Limiter) Allow(ctx context.Context, key string) (Decision, error) {
 // When Redis fails or does not answer within the timeout, the policy decides:
 // FailClosed returns a refusal and the error; FailOpen and FallBack return a
 // decision whose Err is the error, and a nil error. A call whose context has
-// already ended returns ctx.Err() under every policy. A call that timed out
+// already ended returns ctx.Err() under every policy, and so does one whose
+// context is cancelled while it waits for Redis. A call that timed out
 // may still have been applied by the server (docs/redis.md).
 func (l *Limiter) AllowN(ctx context.Context, key string, now time.Time, n int) (Decision, error) {
 	return l.decide(ctx, key, now, n, false)
