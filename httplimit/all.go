@@ -61,6 +61,10 @@ func All(members ...Limiter) (Limiter, error) {
 		a.members = append(a.members, member{l: m, c: c, g: g, at: len(a.rules), n: len(rules)})
 		a.rules = append(a.rules, rules...)
 	}
+	a.checkers = true
+	for _, m := range a.members {
+		a.checkers = a.checkers && m.c != nil
+	}
 	if len(a.rules) > MaxRules {
 		return nil, fmt.Errorf("httplimit: All: the limiters have %d rules together, at most %d are supported", len(a.rules), MaxRules)
 	}
@@ -82,8 +86,9 @@ type member struct {
 }
 
 type all struct {
-	members []member // in the order given
-	rules   []Rule
+	members  []member // in the order given
+	rules    []Rule
+	checkers bool // every member is a Checker
 }
 
 func (a *all) Rules() []Rule { return a.rules }
@@ -126,10 +131,11 @@ func (a *all) Check(ctx context.Context, key string, now time.Time, cost int) (D
 }
 
 // check makes an All that is a member of another one a guessingChecker:
-// its answer is a guess when one of its members' is.
+// its answer is a guess when one of its members' is, or when it has a
+// member that is not a Checker, which its check does not ask.
 func (a *all) check(ctx context.Context, key string, now time.Time, cost int) (Decision, bool, error) {
 	out, guessed, err := a.checkMembers(ctx, key, now, cost)
-	return out, guessed == 0, err
+	return out, guessed == 0 && a.checkers, err
 }
 
 // checkMembers is Check, and also returns the set of members (bit i for

@@ -331,3 +331,36 @@ func TestOutsideAllLostCost(t *testing.T) {
 	}
 	t.Logf("%d rounds: %d units left behind in the clients' limits, in %d rounds", rounds, lost, lossyRounds)
 }
+
+// toggle is a Limiter that is not a Checker and admits while *admit is set.
+type toggle struct{ admit *bool }
+
+func (g toggle) Rules() []httplimit.Rule { return []httplimit.Rule{{Limit: 10, Window: time.Second}} }
+
+func (g toggle) Decide(_ context.Context, _ string, now time.Time, _ int) (httplimit.Decision, error) {
+	if *g.admit {
+		return httplimit.Decision{Allowed: true}, nil
+	}
+	return httplimit.Decision{Reason: httplimit.OverLimit, RetryAt: now.Add(time.Second)}, nil
+}
+
+// TestAllNested: an All inside another one, with a member that is not a
+// Checker, is decided before the outer one's Checkers, since its check could
+// not ask that member: its refusals cost the outer Checkers nothing.
+func TestAllNested(t *testing.T) {
+	admit := false
+	inner, err := httplimit.All(toggle{&admit}, httplimit.Ring(mustRing(t, 100, time.Minute)))
+	require.NoError(t, err)
+	perClient := httplimit.Ring(mustRing(t, 2, time.Minute))
+	outer, err := httplimit.All(perClient, inner)
+	require.NoError(t, err)
+	h, c := newMW(t, outer)
+	for i := range 5 {
+		assert.Equal(t, 429, get(h, c, 0).Code, "refusal %d by the inner member", i)
+	}
+	admit = true
+	for i := range 2 {
+		assert.Equal(t, 200, get(h, c, 0).Code, "admission %d: the outer limit of 2 is untouched by the refusals", i)
+	}
+	assert.Equal(t, 429, get(h, c, 0).Code, "the outer limit's third")
+}

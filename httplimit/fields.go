@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -90,7 +91,8 @@ func defaultNames(rules []Rule) []string {
 }
 
 // shortDuration writes d as Duration.String does, without zero trailing
-// units: 1h, 90m, 1s, 250ms.
+// units (1h, 90m, 1s, 250ms), and with "us" for microseconds: a field value
+// is ASCII, and Duration.String writes "µs".
 func shortDuration(d time.Duration) string {
 	for _, u := range []struct {
 		d    time.Duration
@@ -100,7 +102,7 @@ func shortDuration(d time.Duration) string {
 			return strconv.FormatInt(int64(d/u.d), 10) + u.name
 		}
 	}
-	return d.String()
+	return strings.ReplaceAll(d.String(), "µ", "u")
 }
 
 // seconds rounds d up to whole seconds, never below 0; it saturates.

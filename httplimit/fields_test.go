@@ -249,6 +249,19 @@ func TestFieldsLongNames(t *testing.T) {
 	}, parseList(t, w.Header().Values("RateLimit")))
 }
 
+// A window of microseconds gets a default name in ASCII ("us", not
+// Duration.String's "µs"): a structured field's string is printable ASCII.
+func TestFieldsMicrosecondName(t *testing.T) {
+	h, c := newMW(t, httplimit.Ring(mustRing(t, 10, 250*time.Microsecond)))
+	w := get(h, c, 0)
+	assert.Equal(t, []string{`"10-per-250us";q=10;w=1`}, w.Header().Values("RateLimit-Policy"))
+	for _, v := range append(w.Header().Values("RateLimit-Policy"), w.Header().Values("RateLimit")...) {
+		for i := range len(v) {
+			assert.True(t, v[i] >= 0x20 && v[i] < 0x7f, "byte %#x of %q", v[i], v)
+		}
+	}
+}
+
 // A window under a second is announced as w=1 with the same q: a client
 // that sends at most q per second is never refused.
 func TestFieldsSubSecondWindow(t *testing.T) {

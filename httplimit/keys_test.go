@@ -246,6 +246,11 @@ func TestProxyResolverForwarded(t *testing.T) {
 		{"unterminated quote", "10.0.0.1:1", []string{fwd, `for="203.0.113.9`}, ""},
 		{"escape in quoted value", "10.0.0.1:1", []string{fwd, `for="203.0.113.\9"`}, ""},
 		{"unknown on the left is never read", "10.0.0.1:1", []string{fwd, "for=unknown, for=203.0.113.9"}, "203.0.113.9"},
+		// A client's unclosed quote cannot swallow what the proxy appends
+		// after it on the same line.
+		{"unclosed quote on the left", "10.0.0.1:1", []string{fwd, `for=", for=203.0.113.9`}, "203.0.113.9"},
+		{"unclosed quote before a quoted hop", "10.0.0.1:1", []string{fwd, `for=", for="[2001:db8::7]:1"`}, "2001:db8::7"},
+		{"unclosed quote before trusted hops", "10.0.0.1:1", []string{fwd, `for="x, for=203.0.113.9;proto=https, for=10.0.0.2`}, "203.0.113.9"},
 		{"X-Forwarded-For is not read", "10.0.0.1:1", []string{"X-Forwarded-For", "203.0.113.9"}, "10.0.0.1"},
 		{"empty value", "10.0.0.1:1", []string{fwd, " "}, "10.0.0.1"},
 		{"lone quote", "10.0.0.1:1", []string{fwd, `"`}, ""},

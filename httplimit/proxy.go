@@ -97,34 +97,46 @@ func (p *ProxyResolver) clientIP(r *http.Request) (netip.Addr, string, error) {
 	if p.header == Forwarded {
 		name = "Forwarded"
 	}
-	// One pass left to right: the answer is the last hop not trusted (all
-	// hops right of it are trusted), or the first hop if all are trusted.
-	var first, last hop
-	var seen, untrusted bool
-	visit := func(h hop) {
-		if !seen {
-			first, seen = h, true
+	// The answer is the last hop not trusted (all hops right of it are
+	// trusted), or the first hop if all are trusted.
+	var h hop
+	var seen bool
+	if p.header == Forwarded {
+		// Right to left, stopping at the first hop not trusted: what the
+		// client wrote further left is never read, not even to find where
+		// the elements the proxies appended begin (Forwarded quotes
+		// values, and an unclosed quote there would run over them).
+		lines := r.Header[name]
+		for i := len(lines) - 1; i >= 0; i-- {
+			if forwardedHops(lines[i], func(x hop) bool {
+				h, seen = x, true
+				return x.ok && p.trusts(x.addr)
+			}) {
+				break
+			}
 		}
-		if !h.ok || !p.trusts(h.addr) {
-			last, untrusted = h, true
-		}
-	}
-	for _, line := range r.Header[name] {
-		if p.header == Forwarded {
-			forwardedHops(line, visit)
-		} else {
+	} else {
+		// One pass left to right.
+		var first hop
+		var untrusted bool
+		for _, line := range r.Header[name] {
 			for line != "" {
 				var v string
 				v, line, _ = strings.Cut(line, ",")
-				visit(parseHop(v))
+				x := parseHop(v)
+				if !seen {
+					first, seen = x, true
+				}
+				if !x.ok || !p.trusts(x.addr) {
+					h, untrusted = x, true
+				}
 			}
 		}
+		if !untrusted {
+			h = first
+		}
 	}
-	h := first
-	switch {
-	case untrusted:
-		h = last
-	case !seen:
+	if !seen {
 		return peer, text, nil
 	}
 	if !h.ok {
@@ -176,72 +188,83 @@ func validPort(s string) bool {
 }
 
 // forwardedHops calls visit with the for= hop of each element of one line of
-// an RFC 7239 Forwarded field, in order. Elements are separated by commas and
-// pairs by semicolons, outside quoted strings; an element without for=, or a
-// malformed one, is a hop that is not an IP address.
-func forwardedHops(line string, visit func(hop)) {
+// a Forwarded header, from the last element to the first, while visit
+// returns true, and reports whether visit returned false. Elements are
+// separated by commas outside quoted strings, found from the right, so that
+// the elements to the right of an unclosed quote are read as written;
+// within an element, pairs are separated by semicolons outside quoted
+// strings. An element without for=, or a malformed one, is a hop that is
+// not an IP address.
+func forwardedHops(line string, visit func(hop) bool) (stopped bool) {
 	if strings.Trim(line, " \t") == "" {
-		return
+		return false
 	}
+	end := len(line)
+	for end >= 0 {
+		start := end
+		quoted := false
+		for start > 0 && (quoted || line[start-1] != ',') {
+			if line[start-1] == '"' {
+				quoted = !quoted
+			}
+			start--
+		}
+		if !visit(forwardedElement(line[start:end])) {
+			return true
+		}
+		end = start - 1 // before the comma; -1 past the first element
+	}
+	return false
+}
+
+// forwardedElement returns the for= hop of one element of a Forwarded
+// header.
+func forwardedElement(elem string) hop {
 	i := 0
-	for i <= len(line) {
-		var h hop
-		found := false
-		// One element: pairs until a comma or the end.
-		for {
-			for i < len(line) && (line[i] == ' ' || line[i] == '\t' || line[i] == ';') {
-				i++
-			}
-			start := i
-			for i < len(line) && line[i] != '=' && line[i] != ',' && line[i] != ';' {
-				i++
-			}
-			name := strings.Trim(line[start:i], " \t")
-			var value string
-			bad := false
-			if i < len(line) && line[i] == '=' {
-				i++
-				if i < len(line) && line[i] == '"' {
-					j := i + 1
-					for j < len(line) && line[j] != '"' {
-						if line[j] == '\\' {
-							bad = true // escapes never occur in an address
-							j++
-						}
+	for i < len(elem) {
+		for i < len(elem) && (elem[i] == ' ' || elem[i] == '\t' || elem[i] == ';') {
+			i++
+		}
+		start := i
+		for i < len(elem) && elem[i] != '=' && elem[i] != ';' {
+			i++
+		}
+		name := strings.Trim(elem[start:i], " \t")
+		var value string
+		bad := false
+		if i < len(elem) && elem[i] == '=' {
+			i++
+			if i < len(elem) && elem[i] == '"' {
+				j := i + 1
+				for j < len(elem) && elem[j] != '"' {
+					if elem[j] == '\\' {
+						bad = true // escapes never occur in an address
 						j++
 					}
-					if j >= len(line) { // unterminated
-						value, bad, i = line[i+1:], true, len(line)
-					} else {
-						value, i = line[i+1:j], j+1
-					}
-				} else {
-					s := i
-					for i < len(line) && line[i] != ',' && line[i] != ';' {
-						i++
-					}
-					value = strings.Trim(line[s:i], " \t")
+					j++
 				}
-			}
-			if strings.EqualFold(name, "for") && !found {
-				found = true
-				if bad {
-					h = hop{text: value}
+				if j >= len(elem) { // unterminated
+					value, bad, i = elem[i+1:], true, len(elem)
 				} else {
-					h = parseHop(value)
+					value, i = elem[i+1:j], j+1
 				}
-			}
-			for i < len(line) && line[i] != ',' && line[i] != ';' {
-				i++ // junk after a quoted string
-			}
-			if i >= len(line) || line[i] == ',' {
-				break
+			} else {
+				s := i
+				for i < len(elem) && elem[i] != ';' {
+					i++
+				}
+				value = strings.Trim(elem[s:i], " \t")
 			}
 		}
-		if !found {
-			h = hop{text: "(no for= parameter)"}
+		if strings.EqualFold(name, "for") {
+			if bad {
+				return hop{text: value}
+			}
+			return parseHop(value)
 		}
-		visit(h)
-		i++ // past the comma (or the end)
+		for i < len(elem) && elem[i] != ';' {
+			i++ // junk after a quoted string
+		}
 	}
+	return hop{text: "(no for= parameter)"}
 }
