@@ -483,3 +483,28 @@ func explains(m fitsRecorder, at int64, k int, call func(i int) (n int, allowed 
 	}
 	return try(0)
 }
+
+// TestLogExpiryFromStamp: an admission on the server's clock that is decided
+// at a stamp later than the clock (the key's newest stamp came from a
+// caller's instant ahead of it) keeps the key until that stamp has left the
+// window on the server's clock, not only until the clock's instant has: a
+// decision made before then is still clamped to the stamp, and must find it.
+func TestLogExpiryFromStamp(t *testing.T) {
+	_, gc, c := standalone(t)
+	rule := redis.Rule{Limit: 2, Window: time.Second}
+	l, err := redis.NewLog(c, redis.Options{Prefix: "efs", Timeout: 10 * time.Second}, rule)
+	require.NoError(t, err)
+	srv, err := gc.Time(t.Context()).Result()
+	require.NoError(t, err)
+	ahead := srv.Add(10 * time.Second).Truncate(time.Microsecond)
+	d, err := l.AllowN(t.Context(), "k", ahead, 1)
+	require.NoError(t, err)
+	require.True(t, d.Allowed)
+	d, err = l.AllowN(t.Context(), "k", time.Time{}, 1)
+	require.NoError(t, err)
+	require.True(t, d.Allowed)
+	require.Equal(t, ahead, d.At, "decided at the newest stamp, ahead of the server's clock")
+	_, e := keyState(t, gc, mustKey(t, l, "k"))
+	require.GreaterOrEqual(t, e, ahead.Add(rule.Window).UnixMilli(),
+		"the key must live until its newest stamp has left the window; it expires %v before", ahead.Add(rule.Window).Sub(time.UnixMilli(e)))
+}

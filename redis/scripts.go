@@ -102,11 +102,14 @@ func newScript(src string) script {
 // log). A new key is created whole with SET.
 //
 // Every key outlives each admission by at least ttl. On the server's clock
-// (now -1; clock is TIME's instant, before now is moved up to a newer stamp)
-// an admission leaves the expiry alone while clock + ttl <= exp, so most
+// (now -1) an admission at t (TIME's instant, or the newest stamp of the
+// call's keys when that is later: decisions stay at t until the server's
+// clock passes it) leaves the expiry alone while t + ttl <= exp, so most
 // admissions run one write command and nothing else; otherwise it sets the
-// expiry to the absolute millisecond e = floor(clock/1ms) + 2*ttl (PEXPIREAT,
-// or SET ... PXAT for a whole write) and stores e in exp. Redis keeps a key
+// expiry to the absolute millisecond e = floor(t/1ms) + 2*ttl (PEXPIREAT,
+// or SET ... PXAT for a whole write) and stores e in exp. Until 2026-11-25
+// e was measured from TIME's instant even when t was later, so a key could
+// expire while its newest stamp still counted. Redis keeps a key
 // through its expiry millisecond, so exp never claims more than Redis keeps.
 // exp trusts that nothing else shortens the key's TTL. With the caller's
 // instants the script has no server clock: it sets exp to 0 (unknown) and,
@@ -120,8 +123,7 @@ func newScript(src string) script {
 // for a new key. A key lives at most twice its longest window after its last
 // admission, so this happens only to a key admitted without a long pause for
 // 4.5 years.
-var logScript = newScript(luaArgs + luaServerTime + `local clock = now
-local MAXOFF = 140737488355326
+var logScript = newScript(luaArgs + luaServerTime + `local MAXOFF = 140737488355326
 local MAXW = 70368744177664
 local TOP = 140737488355328
 local MARK, MARKV = '\1\1\1\1\1\1', 1103823438081
@@ -286,8 +288,8 @@ if ok and n > 0 and not dry then
     -- be set; nexp: the header's new exp.
     local e, nexp = nil, exp
     if srv then
-      if clock + 1000 * ttl > exp then
-        e = floor(clock / 1000) + 2 * ttl
+      if now + 1000 * ttl > exp then
+        e = floor(now / 1000) + 2 * ttl
         nexp = 1000 * e
       end
     else
@@ -327,7 +329,7 @@ if ok and n > 0 and not dry then
       -- afresh.
       local px, ms = 'PX', 2 * ttl
       if srv then
-        e = floor(clock / 1000) + 2 * ttl
+        e = floor(now / 1000) + 2 * ttl
         nexp = 1000 * e
         px, ms = 'PXAT', e
       end
