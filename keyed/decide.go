@@ -237,8 +237,9 @@ func (k *Limiter[K, L]) allowN(key K, now time.Time, n int) (bool, error) {
 }
 
 // settle waits while a sweep decides about e, and reports whether e stayed
-// live. A sweep holds the sweeping state only for one IdleAt call (and gives
-// it back if IdleAt panics).
+// live. A sweep holds the sweeping state for one IdleAt call and, for an idle
+// key, its removal, which waits out a resize of the map in progress; it gives
+// the state back if IdleAt panics.
 func (e *entry[L]) settle() bool {
 	for {
 		switch e.state.Load() {

@@ -80,7 +80,10 @@
 // Window copies them into the key's own cell), never as the string the
 // caller passed: a key cut from a larger string (a token, a request line)
 // would otherwise keep that whole string alive, and MaxKeys times the cost
-// of one key would no longer bound the memory.
+// of one key would no longer bound the memory. Only string types are
+// copied: a key of another type that holds strings (a struct of strings, an
+// interface holding a string) keeps the caller's strings alive; copy them
+// with strings.Clone before, if they can be cut from large ones.
 //
 // # Failures
 //
@@ -108,7 +111,9 @@
 // while the user's code (the function given to New, Range's callback, or the
 // methods of a user's own PerKey type) runs. A sweep marks a key as being
 // inspected while it asks the key's limiter whether it is idle: a call on
-// that key waits for the verdict, which is as long as one IdleAt call. A call
+// that key waits for the verdict, which is as long as one IdleAt call, and,
+// for an idle key, its removal from the map, which waits for the map to
+// finish growing or shrinking if it is (a copy of its entries). A call
 // that races with the eviction of its key is decided again on the key's new
 // limiter, so no admission is lost with an evicted limiter (see
 // [Limiter.AllowN]).

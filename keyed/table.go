@@ -271,6 +271,25 @@ func (t *table[K]) rangeShard(i int, f func(c *cell[K]) bool) bool {
 	return true
 }
 
+// liveCells appends to buf the live cells of shard i's current array, read
+// under the shard's lock, and returns it. Range visits these rather than the
+// array, which a removal and an insertion can change under it: a key removed
+// and inserted again while Range runs could otherwise be met twice, in its
+// old slot and then in a tombstone further on that its new cell took.
+func (t *table[K]) liveCells(i int, buf []*cell[K]) []*cell[K] {
+	sh := &t.shards[i]
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if arr := sh.slots.Load(); arr != nil {
+		for j := range arr.s {
+			if c := arr.s[j].cell.Load(); c != nil && !c.dead() {
+				buf = append(buf, c)
+			}
+		}
+	}
+	return buf
+}
+
 // slotCount returns the number of slots in all current arrays (for tests and
 // for the memory accounting in the documentation).
 func (t *table[K]) slotCount() int {

@@ -384,9 +384,19 @@ func (w *Window[K]) Range(f func(key K) bool) {
 	if f == nil {
 		panic("keyed: Range: f is nil")
 	}
+	// One shard's cells at a time, copied under its lock, visited with no
+	// lock held: a buffer for the largest shard, allocated once per call.
+	var buf []*cell[K]
 	for i := range w.keys.shards {
-		if !w.keys.rangeShard(i, func(c *cell[K]) bool { return f(c.key) }) {
-			return
+		buf = w.keys.liveCells(i, buf[:0])
+		for j, c := range buf {
+			buf[j] = nil // keep no cell alive longer than this visit
+			if c.dead() {
+				continue
+			}
+			if !f(c.key) {
+				return
+			}
 		}
 	}
 }

@@ -649,3 +649,41 @@ func requireKeyNotPinned(t *testing.T, allow func(key string) bool) {
 		}
 	}
 }
+
+// TestWindowRangeOnce: a key that f removes and inserts again while Range
+// runs is not visited twice. Its new cell may take a tombstone further along
+// its probe sequence than its old slot (a sequence that wraps round the end
+// of the array), which a walk over the live array would meet again.
+func TestWindowRangeOnce(t *testing.T) {
+	now := time.Unix(1_700_000_000, 0)
+	for round := range 5 {
+		w, err := keyed.NewWindow[int](10, time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		const n = 20_000
+		for k := range n {
+			if !w.AllowN(k, now, 1) {
+				t.Fatalf("key %d refused", k)
+			}
+		}
+		for k := 0; k < n; k += 3 { // tombstones along the probe sequences
+			w.Delete(k)
+		}
+		seen := map[int]int{}
+		w.Range(func(k int) bool {
+			seen[k]++
+			w.Delete(k)
+			w.AllowN(k, now, 1)
+			return true
+		})
+		for k, c := range seen {
+			if c != 1 {
+				t.Fatalf("round %d: key %d visited %d times", round, k, c)
+			}
+		}
+		if want := n - (n+2)/3; len(seen) != want {
+			t.Fatalf("round %d: %d keys visited, want every key present for the whole Range, %d", round, len(seen), want)
+		}
+	}
+}
