@@ -152,7 +152,12 @@ var ErrNeverReady = slidelimit.ErrNeverReady
 var ErrDeadline = slidelimit.ErrDeadline
 
 // ErrFull is wrapped by the error Decide and WaitN return when the key is
-// absent, the Limiter holds MaxKeys keys, and sweeping freed none.
+// absent, the Limiter holds MaxKeys keys, and sweeping freed none. Keys that
+// concurrent calls are creating count: each call that meets a new key takes
+// a place for it before it knows whether another call is creating the same
+// key, and gives it back once one of them has stored it, so near the bound
+// such calls, or a call for another new key, can be refused for a moment
+// although a place is about to be free.
 var ErrFull = errors.New("keyed: store is full")
 
 // ErrBadKey is wrapped by the error Decide and WaitN return for a key that
