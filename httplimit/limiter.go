@@ -124,7 +124,10 @@ type Limiter interface {
 type Checker interface {
 	// Check returns the Decision that Decide(ctx, key, now, cost) would
 	// return if nothing else happened meanwhile, and records nothing. The
-	// Decision's Quota reports the state before any admission.
+	// Decision's Quota reports the state before any admission. Where only a
+	// decision can tell (the per-key adapters, for a key absent from a full
+	// store or after a failed creation: see Keyed), Check answers as for a
+	// new key.
 	Check(ctx context.Context, key string, now time.Time, cost int) (Decision, error)
 }
 

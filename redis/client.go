@@ -136,8 +136,11 @@ func (g goRedis) run(ctx context.Context, name any, first string, keys []string,
 			// it would send every decision for the failed master's slots
 			// to that master until its periodic reload (a minute by
 			// default). The reload runs in go-redis's own goroutine, at
-			// most one at a time; this call still fails (the policy), the
-			// next ones go to the node the cluster now names.
+			// most one at a time and one per 200 ms while failures go on
+			// (a slow but healthy cluster, or callers with short
+			// deadlines, cost it that: one CLUSTER SLOTS per 200 ms); this
+			// call still fails (the policy), the next ones go to the node
+			// the cluster now names.
 			g.cluster.ReloadState(ctx)
 		}
 		return nil, err

@@ -46,6 +46,20 @@ var clockBase = time.Now()
 
 func noCancel() {}
 
+// sameContext reports whether a == b. A context of a comparable type can
+// still hold a value that is not (a struct with an interface field holding
+// a slice), and comparing it panics: such contexts are never the same. (The
+// value's own check, reflect.Value.Comparable, allocates for struct types,
+// context.Background's among them.)
+func sameContext(a, b context.Context) (same bool) {
+	defer func() {
+		if recover() != nil {
+			same = false
+		}
+	}()
+	return a == b
+}
+
 func newDeadlines(timeout time.Duration) *deadlines {
 	if timeout <= 0 {
 		return nil
@@ -62,16 +76,13 @@ func (d *deadlines) bound(ctx context.Context) (context.Context, context.CancelF
 	if dl, ok := ctx.Deadline(); ok && time.Until(dl) <= d.timeout {
 		return ctx, noCancel
 	}
-	// reflect.ValueOf, not TypeOf: a context of a comparable struct type
-	// can hold an interface whose value is not comparable, and comparing
-	// it with == would panic.
-	if ctx.Done() != nil || !reflect.ValueOf(ctx).Comparable() {
+	if ctx.Done() != nil || !reflect.TypeOf(ctx).Comparable() {
 		return context.WithTimeout(ctx, d.timeout)
 	}
 	// time.Since reads only the monotonic clock, cheaper than time.Now.
 	slot := int64(time.Since(clockBase) / d.slot)
 	s := d.last.Load()
-	if s == nil || s.parent != ctx {
+	if s == nil || !sameContext(s.parent, ctx) {
 		// A context not seen just before, perhaps made for this call
 		// alone (a context of values per job): a deadline of its own,
 		// released when the call ends. Sharing starts at its next call,

@@ -437,6 +437,7 @@ func TestPolicyEdges(t *testing.T) {
 			time.AfterFunc(20*time.Millisecond, cancel)
 			d, err := l.AllowN(ctx, "k", time.Time{}, 1)
 			require.ErrorIs(t, err, context.Canceled)
+			require.ErrorContains(t, err, `redis: key "k"`)
 			require.False(t, d.Allowed)
 			require.Equal(t, redis.FromError, d.Source)
 		}
@@ -482,5 +483,20 @@ func TestPolicyEdges(t *testing.T) {
 			require.True(t, d.Allowed, "key %q once the others are idle", k)
 			require.Equal(t, redis.FromFallback, d.Source)
 		}
+		// Full again, with c and d idle later still: a dry check on a new
+		// key answers as for a new key (a check cannot sweep), and a
+		// group's records sweep the store to make room.
+		later2 := later.Add(10 * fbRule.Window)
+		d, err = fb.CheckN(t.Context(), "e", later2, 1)
+		require.NoError(t, err)
+		require.True(t, d.Allowed, "a dry check on a new key of a full store")
+		require.Equal(t, []int{fbRule.Limit}, d.Remaining)
+		fb2 := mk(redis.FallBack, "pe-f2")
+		g, err := redis.NewGroup(fb, fb2)
+		require.NoError(t, err)
+		d, err = g.AllowN(t.Context(), []string{"{g}x", "{g}y"}, later2, 1)
+		require.NoError(t, err)
+		require.True(t, d.Allowed, "a group with a new key of a full store whose keys are idle")
+		require.Equal(t, redis.FromFallback, d.Source)
 	})
 }

@@ -84,7 +84,8 @@ type Source uint8
 const (
 	// FromRedis: the script decided, and the decision is recorded in Redis.
 	FromRedis Source = iota
-	// FromError: Redis failed and the policy is FailClosed.
+	// FromError: Redis failed and the policy is FailClosed, or the caller's
+	// context was cancelled during the call (under every policy).
 	FromError
 	// FromFailOpen: Redis failed and the call was admitted unchecked (or
 	// refused, when its cost is above a rule's limit: it never fits).
@@ -183,6 +184,7 @@ type Limiter struct {
 	minTTL  int64      // µs
 	policy  Policy
 	fb      fallbackStore
+	fbMin   int // the smallest limit of the fallback's rules
 }
 
 // NewLog returns an exact sliding-log limiter: for each rule, at most Limit
@@ -304,8 +306,10 @@ func newLimiter(c Client, opts Options, rules []Rule, k kind) (*Limiter, error) 
 			return nil, err
 		}
 		fr := make([]multi.Rule, len(opts.Fallback))
+		l.fbMin = math.MaxInt
 		for i, r := range opts.Fallback {
 			fr[i] = multi.Rule{Limit: r.Limit, Window: r.Window}
+			l.fbMin = min(l.fbMin, r.Limit)
 		}
 		var ko []keyed.Option
 		if opts.FallbackMaxKeys != 0 {
@@ -394,7 +398,10 @@ func (l *Limiter) AllowN(ctx context.Context, key string, now time.Time, n int) 
 // nothing else happened meanwhile, and records nothing: one script call that
 // writes nothing. Remaining is the state before the call. Errors and the
 // failure policy are AllowN's; under FallBack the fallback is asked the same
-// question, and under FailOpen the answer is an admission.
+// question, and under FailOpen the answer is an admission (a refusal for a
+// cost above a rule's limit). For a key absent from a full fallback store
+// the fallback cannot know without deciding (a decision sweeps idle keys),
+// and answers as for a new key.
 func (l *Limiter) CheckN(ctx context.Context, key string, now time.Time, n int) (Decision, error) {
 	return l.decide(ctx, key, now, n, true)
 }
@@ -534,24 +541,24 @@ func decide(ctx context.Context, ls []*Limiter, keys []string, now time.Time, n 
 	if err == nil {
 		return l.decision(reply, nrules)
 	}
-	if cerr := caller.Err(); errors.Is(cerr, context.Canceled) {
-		// The caller gave up during the call: its error under every
-		// policy, as for a context cancelled before it (a fail-open
-		// admission or a fallback's would answer a caller that has left).
-		if !errors.Is(err, cerr) {
-			err = fmt.Errorf("%w (%w)", err, cerr)
-		}
-		return Decision{Source: FromError}, err
-	}
 	var ne net.Error
 	if errors.As(err, &ne) && ne.Timeout() && !errors.Is(err, context.DeadlineExceeded) {
 		// go-redis sets the socket's deadline from the context's.
 		err = fmt.Errorf("%w (%w)", err, context.DeadlineExceeded)
 	}
+	if cerr := caller.Err(); errors.Is(cerr, context.Canceled) && !errors.Is(err, cerr) {
+		err = fmt.Errorf("%w (%w)", err, cerr)
+	}
 	if len(keys) == 1 {
 		err = fmt.Errorf("redis: key %q: %w", keys[0], err)
 	} else {
 		err = fmt.Errorf("redis: keys %q: %w", keys, err)
+	}
+	if errors.Is(caller.Err(), context.Canceled) {
+		// The caller gave up during the call: its error under every
+		// policy, as for a context cancelled before it (a fail-open
+		// admission or a fallback's would answer a caller that has left).
+		return Decision{Source: FromError}, err
 	}
 	switch l.policy {
 	case FailOpen:
@@ -600,24 +607,33 @@ func (l *Limiter) decision(r []int64, nrules int) (Decision, error) {
 // fallback decides with the in-process limiters of ls (each has one, the
 // constructor of the group checked): the cost is admitted iff every key's
 // fallback admits it at now. One key is decided by its fallback's Decide,
-// which sweeps a full store's idle keys to make room for a new one; a read-
-// only check cannot, and would refuse every new key once the store had
-// filled. With several keys the check and the records are not one atomic
-// step in process: a concurrent call can take a key's room between them,
-// and then the keys recorded before stay recorded (the call is refused; the
-// error is on the side of refusing). A refusal's ReadyAt is when every key's
-// fallback would admit the cost, zero when one never would (the cost above
-// its limit, or a new key while the store is full).
+// which sweeps a full store's idle keys to make room for a new one. A group,
+// or a dry call, first asks each key's fallback read-only, which cannot
+// sweep: for a key absent from a full store it answers as for a new key (a
+// guess; a group's records then sweep, or refuse), rather than refusing
+// every new key once the store has filled. With several keys the check and
+// the records are not one atomic step in process: a concurrent call can take
+// a key's room between them, and then the keys recorded before stay
+// recorded (the call is refused; the error is on the side of refusing). A
+// refusal's ReadyAt is when every key's fallback would admit the cost, zero
+// when one never would (the cost above its limit, or a new key while the
+// store is full).
 func fallback(ls []*Limiter, keys []string, now time.Time, n int, dry bool, nrules int, err error) Decision {
 	if now.IsZero() {
 		now = time.Now()
 	}
 	d := Decision{At: now, Source: FromFallback, Err: err, Allowed: true}
+	var guessed uint32 // bit i: key i's check was a guess
 	if len(ls) == 1 && !dry {
 		d.Allowed, _ = ls[0].fb.Decide(keys[0], now, n)
 	} else {
 		for i, m := range ls {
-			if at, ok := m.fb.ReadyAt(keys[i], now, n); !ok || at.After(now) {
+			at, ok := m.fb.ReadyAt(keys[i], now, n)
+			if !ok && n <= m.fbMin {
+				guessed |= 1 << i // absent from a full store
+				continue
+			}
+			if !ok || at.After(now) {
 				d.Allowed = false
 				break
 			}
@@ -625,7 +641,7 @@ func fallback(ls []*Limiter, keys []string, now time.Time, n int, dry bool, nrul
 		if d.Allowed && !dry {
 			for i, m := range ls {
 				if !m.fb.AllowN(keys[i], now, n) {
-					d.Allowed = false // a concurrent call took the room
+					d.Allowed = false // a concurrent call took the room, or the store is full
 					break
 				}
 			}
@@ -652,6 +668,9 @@ func fallback(ls []*Limiter, keys []string, now time.Time, n int, dry bool, nrul
 	d.Remaining = make([]int, 0, nrules)
 	for i, m := range ls {
 		rem := m.fb.TokensAt(keys[i], now)
+		if guessed&(1<<i) != 0 && dry {
+			rem = m.fbMin // as for a new key
+		}
 		for range m.rules {
 			d.Remaining = append(d.Remaining, rem)
 		}
