@@ -88,7 +88,12 @@ func (a *Approx) acquire(tag uint64) (uint64, []atomic.Uint64) {
 				s := words[off*a.stride : (off+1)*a.stride]
 				// Taking a free slot also replaces its tag, so a
 				// reader still looking at its old snapshot sees it go.
-				if v := s[stateW].Load(); v&owned == 0 && s[stateW].CompareAndSwap(v, tag<<1|owned) {
+				// A free slot that already carries tag is skipped: a
+				// head paired that tag with it, so the caller's head
+				// is stale (the head has moved past tag since), and a
+				// reader of that head, still validating against tag,
+				// would take the caller's writes for its snapshot.
+				if v := s[stateW].Load(); v&owned == 0 && v>>1 != tag && s[stateW].CompareAndSwap(v, tag<<1|owned) {
 					return first + off, s
 				}
 			}

@@ -76,3 +76,44 @@ func TestTagWraps(t *testing.T) {
 		t.Errorf("TokensAt = %d, want 998", got)
 	}
 }
+
+// TestAcquireSkipsItsOwnTag: a caller whose head is stale takes a scratch
+// slot for the tag after that head's, which a later admission may already
+// have paired with a slot since freed. It must not take that slot: a reader
+// that loaded that later head still validates against the tag, and would
+// take the caller's writes for the snapshot it reads. The sequence (one
+// rule of 4 per hour, every call at one instant): A admits, W reads the
+// head (tag 2) and is suspended before it takes a slot for tag 3; V admits
+// (tag 3, in the slot A freed), R loads that head and is suspended; U
+// admits (tag 4), freeing V's slot, which keeps tag 3; W resumes.
+func TestAcquireSkipsItsOwnTag(t *testing.T) {
+	a, err := NewApprox(Rule{4, time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Now()
+	if !a.AllowN(t0, 1) { // A
+		t.Fatal("A refused")
+	}
+	hW := a.head.Load() // W's head: tag 2
+	if hW>>idxBits != 2 {
+		t.Fatalf("head tag %d after one admission, want 2", hW>>idxBits)
+	}
+	if !a.AllowN(t0, 1) { // V: tag 3
+		t.Fatal("V refused")
+	}
+	hR, sR := a.load()    // R's head: tag 3
+	if !a.AllowN(t0, 1) { // U: tag 4, freeing R's slot with tag 3
+		t.Fatal("U refused")
+	}
+	if v := sR[stateW].Load(); v&owned != 0 || v>>1 != 3 {
+		t.Fatalf("R's slot: state %#x, want free with tag 3", v)
+	}
+	idx, _ := a.acquire(hW>>idxBits + 1) // W takes a slot for tag 3
+	if idx == hR&idxMask {
+		t.Fatalf("W took slot %d, still paired with tag 3 by the head R validates against", idx)
+	}
+	if !valid(hR, sR) {
+		t.Fatal("R's snapshot no longer validates, though nothing took its slot")
+	}
+}
