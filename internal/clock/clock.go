@@ -121,7 +121,11 @@ func Wait(ctx context.Context, pkg string, l Waiter, n int) error {
 		if !ok {
 			return fmt.Errorf("%s: WaitN(n=%d): %w", pkg, n, ErrNeverReady)
 		}
-		if dl, has := ctx.Deadline(); has && dl.Before(at) {
+		// Compared as durations from now: at is read from the base on the
+		// monotonic clock, and a deadline without a monotonic reading (made
+		// from a wall-clock time) compared with it directly would be off by
+		// any step of the wall clock since the base was taken.
+		if dl, has := ctx.Deadline(); has && dl.Sub(now) < at.Sub(now) {
 			return fmt.Errorf("%s: WaitN(n=%d) must wait until %v: %w", pkg, n, at.Sub(now), ErrDeadline)
 		}
 		d := at.Sub(now)
