@@ -178,7 +178,8 @@ type Limiter struct {
 	exact   bool
 	rules   []Rule
 	args    []any // the script arguments of one key: its TTL (log: ttl ms; others: least TTL µs), then limit, window µs (buckets: limit, precision µs, buckets) per rule; a call on several keys adds the number of rules after the TTL
-	maxLim  int
+	maxLim  int // the largest limit of the rules
+	minLim  int // the smallest: a larger cost never fits
 	keyBase string     // every Redis key starts with it: "prefix:kind:"
 	timeout *deadlines // nil: no timeout
 	minTTL  int64      // µs
@@ -271,8 +272,10 @@ func newLimiter(c Client, opts Options, rules []Rule, k kind) (*Limiter, error) 
 	}
 	l.timeout = newDeadlines(timeout)
 	var maxW time.Duration
+	l.minLim = math.MaxInt
 	for _, r := range rules {
 		l.maxLim = max(l.maxLim, r.Limit)
+		l.minLim = min(l.minLim, r.Limit)
 		maxW = max(maxW, r.Window)
 	}
 	// The block of script arguments for one key (see the scripts).
@@ -515,9 +518,7 @@ func decide(ctx context.Context, ls []*Limiter, keys []string, now time.Time, n 
 	maxLim, minLim, nargs, nrules := 0, math.MaxInt, 2, 0
 	for _, m := range ls {
 		maxLim = max(maxLim, m.maxLim)
-		for _, r := range m.rules {
-			minLim = min(minLim, r.Limit)
-		}
+		minLim = min(minLim, m.minLim)
 		nargs += len(m.args) + 1
 		nrules += len(m.rules)
 	}
