@@ -423,6 +423,9 @@ func clusterFailover(t *testing.T, cl *redistest.Cluster, c redis.Client, prefix
 	var key, other, owner string
 	var replica *redistest.Server
 	for i := 0; key == "" || other == ""; i++ {
+		if i == 10_000 {
+			t.Fatalf("no key whose master has a live replica, or none of another master:\n%s", nodes)
+		}
 		k := "k" + strconv.Itoa(i)
 		slot, err := redistest.Do(live, "CLUSTER", "KEYSLOT", mustKey(t, ls[0], k))
 		require.NoError(t, err)

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -378,9 +377,7 @@ func TestMaxMemory(t *testing.T) {
 // while a refusal, which writes nothing, is answered from the replica's copy
 // of the state.
 func TestReplicaReadOnly(t *testing.T) {
-	// Without a delay before the first synchronisation (5 s by default).
-	primary := redistest.Start(t, "--repl-diskless-sync-delay", "0")
-	replica := redistest.Start(t, "--replicaof", "127.0.0.1", strconv.Itoa(primary.Port))
+	primary, replica := redistest.StartReplica(t)
 	_, pc := connect(t, primary)
 	_, rc := connect(t, replica)
 	rule := redis.Rule{Limit: 1, Window: time.Hour}

@@ -177,9 +177,9 @@ type Limiter struct {
 	kind    string // "log", "win" or "bkt", in the key
 	exact   bool
 	rules   []Rule
-	args    []any // the script arguments of one key: its TTL (log: ttl ms; others: least TTL µs), then limit, window µs (buckets: limit, precision µs, buckets) per rule; a call on several keys adds the number of rules after the TTL
-	maxLim  int // the largest limit of the rules
-	minLim  int // the smallest: a larger cost never fits
+	args    []any      // the script arguments of one key: its TTL (log: ttl ms; others: least TTL µs), then limit, window µs (buckets: limit, precision µs, buckets) per rule; a call on several keys adds the number of rules after the TTL
+	maxLim  int        // the largest limit of the rules
+	minLim  int        // the smallest: a larger cost never fits
 	keyBase string     // every Redis key starts with it: "prefix:kind:"
 	timeout *deadlines // nil: no timeout
 	minTTL  int64      // µs

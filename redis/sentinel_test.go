@@ -22,9 +22,7 @@ import (
 // replication would be lost: "Failure policy" in docs/redis.md. The test
 // checks that the replica holds the state before the crash.)
 func TestSentinelFailover(t *testing.T) {
-	// Without a delay before the first synchronisation (5 s by default).
-	primary := redistest.Start(t, "--repl-diskless-sync-delay", "0")
-	replica := redistest.Start(t, "--replicaof", "127.0.0.1", strconv.Itoa(primary.Port))
+	primary, replica := redistest.StartReplica(t)
 	role := func(s *redistest.Server) string {
 		out, err := redistest.Do(s.Addr(), "ROLE")
 		if err != nil {
@@ -32,10 +30,6 @@ func TestSentinelFailover(t *testing.T) {
 		}
 		return out
 	}
-	require.Eventually(t, func() bool {
-		info, err := redistest.Do(replica.Addr(), "INFO", "replication")
-		return err == nil && strings.Contains(info, "master_link_status:up")
-	}, 10*time.Second, 20*time.Millisecond, "the replica synchronised")
 	sen := redistest.StartSentinel(t, "mymaster", primary)
 	require.Eventually(t, func() bool {
 		out, err := redistest.Do(sen.Addr(), "SENTINEL", "REPLICAS", "mymaster")

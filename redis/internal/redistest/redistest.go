@@ -329,18 +329,39 @@ func StartClusterReplicas(t testing.TB) *Cluster {
 	c := startCluster(t, 1)
 	deadline := time.Now().Add(20 * time.Second)
 	for _, n := range c.Nodes {
-		for {
-			info, err := Do(n.Addr(), "INFO", "replication")
-			if err == nil && (strings.Contains(info, "role:master") || strings.Contains(info, "master_link_status:up")) {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("redistest: replica %s not synchronised: %v %s", n.Addr(), err, info)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
+		waitSynced(t, n, deadline)
 	}
 	return c
+}
+
+// StartReplica starts a standalone primary and a replica of it, and returns
+// once the replica has synchronised.
+func StartReplica(t testing.TB) (primary, replica *Server) {
+	t.Helper()
+	primary = start(t, false, noSyncDelay...)
+	replica = start(t, false, "--replicaof", "127.0.0.1", strconv.Itoa(primary.Port))
+	waitSynced(t, replica, time.Now().Add(20*time.Second))
+	return primary, replica
+}
+
+// noSyncDelay starts a replica's first synchronisation at once, not after
+// the default 5 s.
+var noSyncDelay = []string{"--repl-diskless-sync-delay", "0"}
+
+// waitSynced waits until s is a master or a replica whose link to its
+// master is up, failing t at deadline.
+func waitSynced(t testing.TB, s *Server, deadline time.Time) {
+	t.Helper()
+	for {
+		info, err := Do(s.Addr(), "INFO", "replication")
+		if err == nil && (strings.Contains(info, "role:master") || strings.Contains(info, "master_link_status:up")) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("redistest: replica %s not synchronised: %v %s", s.Addr(), err, info)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 func startCluster(t testing.TB, replicas int) *Cluster {
@@ -348,7 +369,7 @@ func startCluster(t testing.TB, replicas int) *Cluster {
 	cli := need(t, "redis-cli")
 	c := &Cluster{}
 	for range 3 * (1 + replicas) {
-		c.Nodes = append(c.Nodes, start(t, true))
+		c.Nodes = append(c.Nodes, start(t, true, noSyncDelay...))
 	}
 	args := append([]string{"--cluster", "create"}, c.Addrs()...)
 	args = append(args, "--cluster-replicas", strconv.Itoa(replicas), "--cluster-yes")
