@@ -327,11 +327,30 @@ func StartCluster(t testing.TB) *Cluster {
 func StartClusterReplicas(t testing.TB) *Cluster {
 	t.Helper()
 	c := startCluster(t, 1)
-	deadline := time.Now().Add(20 * time.Second)
-	for _, n := range c.Nodes {
-		waitSynced(t, n, deadline)
+	// redis-cli assigns the replicas after the cluster is up: wait until
+	// three nodes are replicas with their link up, and every node's view
+	// of the cluster lists three replicas.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		ready := 0
+		for _, n := range c.Nodes {
+			info, err := Do(n.Addr(), "INFO", "replication")
+			if err == nil && strings.Contains(info, "role:slave") && strings.Contains(info, "master_link_status:up") {
+				ready++
+			}
+			nodes, err := Do(n.Addr(), "CLUSTER", "NODES")
+			if err != nil || strings.Count(nodes, "slave ") != 3 {
+				ready = -len(c.Nodes)
+			}
+		}
+		if ready == 3 {
+			return c
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("redistest: the cluster's replicas did not come up (%d ready)", ready)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
-	return c
 }
 
 // StartReplica starts a standalone primary and a replica of it, and returns
@@ -348,13 +367,13 @@ func StartReplica(t testing.TB) (primary, replica *Server) {
 // the default 5 s.
 var noSyncDelay = []string{"--repl-diskless-sync-delay", "0"}
 
-// waitSynced waits until s is a master or a replica whose link to its
-// master is up, failing t at deadline.
+// waitSynced waits until s is a replica whose link to its master is up,
+// failing t at deadline.
 func waitSynced(t testing.TB, s *Server, deadline time.Time) {
 	t.Helper()
 	for {
 		info, err := Do(s.Addr(), "INFO", "replication")
-		if err == nil && (strings.Contains(info, "role:master") || strings.Contains(info, "master_link_status:up")) {
+		if err == nil && strings.Contains(info, "master_link_status:up") {
 			return
 		}
 		if time.Now().After(deadline) {
