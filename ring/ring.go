@@ -12,7 +12,8 @@
 //
 // Decisions are lock-free and allocate nothing: an admission of cost 1 is one
 // compare-and-swap on a ring slot plus one on the head; a refused call only
-// reads. Under concurrency every admission takes effect at one instant, in
+// reads, unless it finds another caller's admission half done, which it
+// completes first. Under concurrency every admission takes effect at one instant, in
 // one order, at its own caller's instant (clamped as below): whatever other
 // goroutines ask or are refused meanwhile changes no decision.
 // The algorithm, the concurrency protocol and the proofs are in the
@@ -113,7 +114,9 @@ func (l *Limiter) Allow() bool {
 
 // AllowN reports whether n units of cost are admitted at instant now, and if
 // so records them. It admits iff the cost admitted in (now-window, now] plus
-// n is at most the limit; a refused call changes nothing.
+// n is at most the limit, where now is first clamped (see the package doc:
+// an instant before the latest admission counts as that admission's); a
+// refused call changes nothing.
 //
 // n == 0 is always admitted and records nothing. n < 0 and n > Limit() are
 // always refused.
@@ -122,7 +125,8 @@ func (l *Limiter) AllowN(now time.Time, n int) bool {
 }
 
 // TokensAt returns the largest cost AllowN(now, n) would admit at now:
-// the limit minus the cost admitted in (now-window, now]. It is a snapshot:
+// the limit minus the cost admitted in (now-window, now], with now clamped as
+// AllowN clamps it. It is a snapshot:
 // under concurrent admissions it may be stale by the time it returns.
 func (l *Limiter) TokensAt(now time.Time) int {
 	return int(l.log.TokensAt(l.base.Offset(now)))

@@ -421,10 +421,7 @@ func (l *Log) statusAt(h uint64, t, now, n int64, admitted bool, rule func(int, 
 			return st, false
 		}
 	}
-	// Every index read lies in [h-size, h-1]. A slot's lap bit tells its
-	// index from the next lap's (stampAt checks it) but not from the one
-	// two laps later: that needs index h+size claimed, so the head past it.
-	return st, l.index(l.head.Load()) < l.index(h)+l.size
+	return st, l.fresh(h)
 }
 
 // statusNow is the Status of the live state at now, from one snapshot, for a
@@ -445,8 +442,19 @@ func (l *Log) statusNow(now, n int64, admitted bool, rule func(int, RuleStatus))
 	}
 }
 
-// index is the position of head value h in the sequence of all indices.
-func (l *Log) index(h uint64) uint64 { return (h>>32)*l.size + h&posMask }
+// fresh reports whether every slot read for an index in [h-size, h-1] since
+// the head was seen at h held that index, given that stampAt accepted it. A
+// slot's lap bit tells its index from the next lap's but not from the one
+// two laps later, and an index that far on is claimed only once the head has
+// moved size places past h. Reads validated by fresh are therefore those of
+// the state with the head at h, whatever happened meanwhile. The distance is
+// taken modulo the cycle counter's 32 bits, so a head that wraps does not
+// pass for one that stayed.
+func (l *Log) fresh(h uint64) bool {
+	now := l.head.Load()
+	laps := uint64(uint32(now>>32) - uint32(h>>32))
+	return laps*l.size+now&posMask < l.size+h&posMask
+}
 
 // allowN is AllowN that also returns the head index and the stamp of the
 // decision, for 1 <= n <= minLimit: on admission the index of the first unit
@@ -490,7 +498,13 @@ func (l *Log) allowN(now int64, n int64) (admitted bool, first uint64, stamp int
 			}
 			t := max(now, int64(pv&valueMask))
 			if s := int64(cv & valueMask); s != 0 && s > t-l.window {
-				return false, h, t
+				// cv was read while the head was h; pv after, so it
+				// may hold the index two laps on (a later stamp: t too
+				// late, though the refusal would still be right).
+				if l.fresh(h) {
+					return false, h, t
+				}
+				continue
 			}
 			if claim.CompareAndSwap(cv, lap|uint64(t)) {
 				l.head.CompareAndSwap(h, l.add(h, 1))
@@ -555,6 +569,12 @@ func (l *Log) allowSlow(now int64, n int64) (admitted bool, first uint64, stamp 
 				}
 			}
 			if s != 0 && s > t-r.Window {
+				if !l.fresh(h) {
+					// A slot read after the head check may hold the index
+					// two laps later (its lap bit is the same): the
+					// refusal would rest on no state the log was in.
+					goto again
+				}
 				if d != nil {
 					batchPool.Put(d) // never published: nobody else saw it
 				}
@@ -706,8 +726,10 @@ func (l *Log) fill(h, n uint64, t int64) bool {
 	return true
 }
 
-// snapshot reads the head and the latest stamp consistently, helping a
-// lagging head or a batch in flight along first.
+// snapshot reads the head and the latest stamp, helping a lagging head or a
+// batch in flight along first. The stamp is read after the head: a caller
+// that reads more slots checks fresh(h) after all of them, which covers this
+// one too; one that reads none uses latest.
 func (l *Log) snapshot() (h uint64, last int64) {
 	for {
 		h = l.head.Load()
@@ -734,7 +756,7 @@ func (l *Log) TokensAt(now int64) int64 {
 	now = toStamp(now)
 	for {
 		h, last := l.snapshot()
-		if k, ok := l.tokens(h, max(now, last)); ok {
+		if k, ok := l.tokens(h, max(now, last)); ok && l.fresh(h) {
 			return k
 		}
 	}
@@ -794,6 +816,9 @@ retry:
 		}
 		dst = append(dst, int(k))
 	}
+	if !l.fresh(h) {
+		goto retry
+	}
 	return dst
 }
 
@@ -809,7 +834,7 @@ func (l *Log) ResetsAt(now int64, f func(at int64, ok bool)) {
 		}
 		return
 	}
-	_, last := l.snapshot()
+	last := l.latest()
 	t := max(toStamp(now), last)
 	for i := range l.rules {
 		// The whole limit L of a rule fits iff the stamp L places back
@@ -838,7 +863,7 @@ func (l *Log) ReadyAt(now int64, n int64) (at int64, ok bool) {
 	stampNow := toStamp(now)
 	for {
 		h, last := l.snapshot()
-		if at, ok, valid := l.readyAt(h, max(stampNow, last), now, n); valid {
+		if at, ok, valid := l.readyAt(h, max(stampNow, last), now, n); valid && l.fresh(h) {
 			return at, ok
 		}
 	}
@@ -906,7 +931,15 @@ func (l *Log) IdleAt(now int64) bool {
 	if l.size == 0 {
 		return true
 	}
-	stampNow := toStamp(now)
-	_, last := l.snapshot()
-	return last == 0 || last <= stampNow-l.maxWindow
+	last := l.latest()
+	return last == 0 || last <= toStamp(now)-l.maxWindow
+}
+
+// latest is the latest stamp, from a snapshot whose read was fresh.
+func (l *Log) latest() int64 {
+	for {
+		if h, last := l.snapshot(); l.fresh(h) {
+			return last
+		}
+	}
 }
