@@ -63,6 +63,7 @@ func New[K comparable, L PerKey](newLimiter func() (L, error), opts ...Option) (
 		maxN:       maxN,
 		keyCheck:   keyCheckFor(reflect.TypeFor[K]()),
 		copyKeys:   stringKeys[K](),
+		methods:    methodsOf[L](),
 		bound:      bound{maxKeys: int64(c.maxKeys)},
 	}, nil
 }
@@ -173,10 +174,22 @@ const (
 	// keyMayPanic: an interface inside: its value may hold a NaN, or be of a
 	// type that cannot be compared (comparing or hashing it panics).
 	keyMayPanic
+	// keyInterface: the key type is an interface: as keyMayPanic, but the
+	// usual bad key, a value of an uncomparable type, is found from its
+	// dynamic type without comparing.
+	keyInterface
 )
 
 // keyCheckFor returns the check keys of type t need.
 func keyCheckFor(t reflect.Type) keyCheck {
+	if t.Kind() == reflect.Interface {
+		return keyInterface
+	}
+	return keyCheckIn(t)
+}
+
+// keyCheckIn is keyCheckFor for t, the key type or a type inside it.
+func keyCheckIn(t reflect.Type) keyCheck {
 	switch t.Kind() {
 	case reflect.Float32, reflect.Float64, reflect.Complex64, reflect.Complex128:
 		return keyMayBeNaN
@@ -186,11 +199,11 @@ func keyCheckFor(t reflect.Type) keyCheck {
 		if t.Len() == 0 {
 			return keyAlwaysEqual
 		}
-		return keyCheckFor(t.Elem())
+		return keyCheckIn(t.Elem())
 	case reflect.Struct:
 		c := keyAlwaysEqual
 		for i := range t.NumField() {
-			c = max(c, keyCheckFor(t.Field(i).Type))
+			c = max(c, keyCheckIn(t.Field(i).Type))
 		}
 		return c
 	}
@@ -208,6 +221,13 @@ func validKey[K comparable](c keyCheck, key K) bool {
 		return true
 	case keyMayBeNaN:
 		return equal(key, key)
+	case keyInterface:
+		// A slice, map or func in the key: refused without the panic
+		// (and the allocation of its message) that comparing would
+		// cause. K is an interface type: any(key) copies nothing.
+		if t := reflect.TypeOf(any(key)); t != nil && !t.Comparable() {
+			return false
+		}
 	}
 	return selfEqualNoPanic(key)
 }

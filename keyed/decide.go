@@ -1,6 +1,7 @@
 package keyed
 
 import (
+	"reflect"
 	"runtime"
 	"time"
 
@@ -44,7 +45,10 @@ func (k *Limiter[K, L]) AllowN(key K, now time.Time, n int) bool {
 // cases no key is created. Decide allocates nothing for a key that is
 // present, nor when it refuses with ErrBadKey, ErrNeverReady or ErrFull
 // (except that a refusal which starts an automatic sweep records that
-// sweep's instants: two small allocations per sweep).
+// sweep's instants: two small allocations per sweep; and that a key of a
+// comparable type holding an uncomparable value deeper inside, such as a
+// struct whose interface field holds a slice, is found bad by the panic that
+// comparing it raises, whose message is allocated).
 func (k *Limiter[K, L]) Decide(key K, now time.Time, n int) (admitted bool, err error) {
 	return k.allowN(key, now, n)
 }
@@ -123,26 +127,46 @@ func (k *Limiter[K, L]) decide(key K, now time.Time, n int, rules []Status, each
 		if !ok {
 			var err error
 			if e, err = k.create(key, now); err != nil {
-				return Status{}, rules, err
+				// Nothing appended: a round before this one may have
+				// appended for a limiter a sweep or Delete then took.
+				return Status{}, rules[:n0], err
 			}
 		}
-		// Decided at the floor when now is before it, as AllowN is. Its
-		// RetryAt and ResetAt are then still right for now: after a
-		// decision on n >= 1 something counts at that instant, so both
-		// lie after it.
+		// Decided at the floor when now is before it, as AllowN is.
 		var s Status
 		var rl rulesLimiter
 		if each { // DecideStatus, the hot one, makes no second type assertion
-			rl, _ = any(e.lim).(rulesLimiter)
+			rl, _ = k.rulesOf(&e.lim)
 		}
+		t := k.clamp(now)
 		if rl != nil {
-			s, rules = rl.DecideRules(k.clamp(now), n, rules[:n0])
+			s, rules = rl.DecideRules(t, n, rules[:n0])
 		} else {
-			s = k.decideStatus(e.lim, k.clamp(now), n)
+			s = k.decideStatus(&e.lim, t, n)
 		}
 		if e.state.Load() == live || e.settle() {
+			readyNow(&s, now, t)
+			for i := n0; i < len(rules); i++ {
+				readyNow(&rules[i], now, t)
+			}
 			return s, rules, nil
 		}
+	}
+}
+
+// readyNow maps s's instants, read at the clamped instant t, back to the
+// caller's now, as readyAt does: what fits at t fits at now (a call at now
+// decides at t). Without it, a rule of DecideRules with room at a sweep's
+// floor said it would fit again only at that floor, later than now.
+func readyNow(s *Status, now, t time.Time) {
+	if t.Equal(now) {
+		return
+	}
+	if !s.RetryAt.IsZero() && !s.RetryAt.After(t) {
+		s.RetryAt = now
+	}
+	if !s.ResetAt.IsZero() && !s.ResetAt.After(t) {
+		s.ResetAt = now
 	}
 }
 
@@ -155,35 +179,92 @@ func (k *Limiter[K, L]) queryRules(key K, now time.Time, n int, rules []Status) 
 	n0 := len(rules)
 	for {
 		e, present := k.keys.load(key)
-		lim := k.fresh
+		lim := &k.fresh
 		if present {
-			lim = e.lim
+			lim = &e.lim
 		} else if k.full() || k.failed.Load() {
-			return Status{}, rules, false
+			return Status{}, rules[:n0], false
 		}
-		rl, has := any(lim).(rulesLimiter)
+		rl, has := k.rulesOf(lim)
 		if !has {
-			return Status{}, rules, false
+			return Status{}, rules[:n0], false
 		}
-		s, rules = rl.DecideRules(k.clamp(now), n, rules[:n0])
+		t := k.clamp(now)
+		s, rules = rl.DecideRules(t, n, rules[:n0])
 		if !present || e.state.Load() != dead {
+			readyNow(&s, now, t)
+			for i := n0; i < len(rules); i++ {
+				readyNow(&rules[i], now, t)
+			}
 			return s, rules, true
 		}
 	}
 }
 
-// decideStatus decides n at t on lim and reports its Status, from lim's
+// decideStatus decides n at t on *lim and reports its Status, from its
 // DecideStatus if it has one.
-func (k *Limiter[K, L]) decideStatus(lim L, t time.Time, n int) Status {
-	if sl, ok := any(lim).(statusLimiter); ok {
+func (k *Limiter[K, L]) decideStatus(lim *L, t time.Time, n int) Status {
+	if sl, ok := k.statusOf(lim); ok {
 		return sl.DecideStatus(t, n)
 	}
-	s := Status{Admitted: lim.AllowN(t, n), Remaining: lim.TokensAt(t)}
+	l := *lim
+	s := Status{Admitted: l.AllowN(t, n), Remaining: l.TokensAt(t)}
 	if !s.Admitted {
-		s.RetryAt, _ = lim.ReadyAt(t, n)
+		s.RetryAt, _ = l.ReadyAt(t, n)
 	}
-	s.ResetAt, _ = lim.ReadyAt(t, k.maxN)
+	s.ResetAt, _ = l.ReadyAt(t, k.maxN)
 	return s
+}
+
+// methods reaches a PerKey type's optional methods (DecideStatus,
+// DecideRules) through a type assertion that allocates nothing. Converting
+// a value of L to an interface copies it to the heap unless L is
+// pointer-shaped (a pointer, map, channel or func) or an interface; for any
+// other L the assertion is made on a *L, whose method set has L's methods,
+// and only when L itself has them (a method on *L alone is not L's, and is
+// not called).
+type methods struct {
+	// byValue: L is neither pointer-shaped nor an interface.
+	byValue bool
+	// hasStatus, hasRules: for a byValue L, whether L has the method.
+	hasStatus, hasRules bool
+}
+
+func methodsOf[L PerKey]() methods {
+	switch reflect.TypeFor[L]().Kind() {
+	case reflect.Pointer, reflect.UnsafePointer, reflect.Map, reflect.Chan, reflect.Func, reflect.Interface:
+		return methods{}
+	}
+	var zero L
+	_, status := any(zero).(statusLimiter)
+	_, rules := any(zero).(rulesLimiter)
+	return methods{byValue: true, hasStatus: status, hasRules: rules}
+}
+
+// statusOf returns *lim's DecideStatus, if L has one.
+func (k *Limiter[K, L]) statusOf(lim *L) (statusLimiter, bool) {
+	if k.methods.byValue {
+		if !k.methods.hasStatus {
+			return nil, false
+		}
+		sl, ok := any(lim).(statusLimiter)
+		return sl, ok
+	}
+	sl, ok := any(*lim).(statusLimiter)
+	return sl, ok
+}
+
+// rulesOf returns *lim's DecideRules, if L has one.
+func (k *Limiter[K, L]) rulesOf(lim *L) (rulesLimiter, bool) {
+	if k.methods.byValue {
+		if !k.methods.hasRules {
+			return nil, false
+		}
+		rl, ok := any(lim).(rulesLimiter)
+		return rl, ok
+	}
+	rl, ok := any(*lim).(rulesLimiter)
+	return rl, ok
 }
 
 // allowN is Decide.

@@ -110,8 +110,10 @@
 // lock on one bucket to store or remove a key; no lock of the package is held
 // while the user's code (the function given to New, Range's callback, or the
 // methods of a user's own PerKey type) runs. A sweep marks a key as being
-// inspected while it asks the key's limiter whether it is idle: a call on
-// that key waits for the verdict, which is as long as one IdleAt call, and,
+// inspected while it asks the key's limiter whether it is idle, and that mark
+// works as a lock on the key: a call on that key waits for the verdict, which
+// is as long as one IdleAt call (so a PerKey type's IdleAt must not wait for
+// anything a caller of that key may hold while it calls the Limiter), and,
 // for an idle key, its removal from the map, which waits for the map to
 // finish growing or shrinking if it is (a copy of its entries). A call
 // that races with the eviction of its key is decided again on the key's new
@@ -224,6 +226,8 @@ type Limiter[K comparable, L PerKey] struct {
 	keyCheck keyCheck
 	// copyKeys: K is a string type, and a new key is stored as a copy.
 	copyKeys bool
+	// methods says how to reach L's optional methods without allocating.
+	methods methods
 	bound
 
 	// failed is true when the latest call of newLimiter for a new key

@@ -143,8 +143,9 @@ func (w *Window[K]) AllowN(key K, now time.Time, n int) bool {
 // otherwise wraps ErrBadKey, ErrNeverReady (n < 0 or n > Limit()) or ErrFull,
 // with nothing admitted and no key created. Decide allocates nothing for a
 // key that is present, nor when it refuses (except that a refusal which
-// starts an automatic sweep records that sweep's instants: two small
-// allocations per sweep).
+// starts an automatic sweep records that sweep's instants, two small
+// allocations per sweep, and the refusal of a bad key that only comparing
+// finds, as Limiter.Decide says).
 func (w *Window[K]) Decide(key K, now time.Time, n int) (admitted bool, err error) {
 	return w.allowN(key, now, n)
 }
@@ -308,8 +309,11 @@ func (w *Window[K]) WaitN(ctx context.Context, key K, n int) error {
 // replaces a now earlier than an earlier sweep's instant by that instant.
 //
 // Sweep visits each key once, judging idleness with no lock held, and takes
-// a shard's lock only to remove the idle keys it found there. Calls on every
-// key proceed meanwhile and never wait for it. Keys created during the sweep
+// a shard's lock only to remove the idle keys it found there. Decisions on
+// present keys proceed meanwhile and never wait for it; a call that creates or
+// deletes a key waits for that shard's lock while the sweep holds it (for at
+// most 32 removals, and a rebuild of the shard's array if they leave it
+// sparse). Keys created during the sweep
 // may or may not be visited. Sweeps may run concurrently.
 func (w *Window[K]) Sweep(now time.Time) int {
 	w.mustBeMade()

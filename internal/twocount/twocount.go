@@ -26,7 +26,7 @@ import "math/bits"
 
 const (
 	// MaxLimit is the largest limit: a counter holds up to 2^20-1, so that
-	// window can pack both counters and a 24-bit generation in one word.
+	// window can pack both counters, a 23-bit generation and a flag in one word.
 	MaxLimit = 1<<20 - 1
 	// MaxWindow is the longest window, 2^57 ns (about 4.6 years): products
 	// stay below 2^77 and window starts below 2^61.
