@@ -122,7 +122,8 @@ type multiDecider interface {
 // the whole Remaining and each rule's (the reference's RemainingAt after the
 // decision), RetryAt (the reference's ReadyAt before it, retry and retryOK,
 // for a refused n in range) and ResetAt (the reference's ReadyAt of the
-// smallest limit after it).
+// smallest limit after it). Each rule's own RetryAt and ResetAt are not
+// compared: the reference has no per-rule ReadyAt.
 func checkDecideRules(t *testing.T, rules []multi.Rule, i int, t0 time.Time, now int64, n int, whole slidelimit.Status, each []slidelimit.Status, ref oracle.Model, retry int64, retryOK bool) {
 	t.Helper()
 	minLimit := rules[0].Limit

@@ -35,8 +35,10 @@ import (
 // An Approx is safe for concurrent use by multiple goroutines; decisions are
 // lock-free and allocation-free once its internal table has grown to the
 // number of callers admitting at the same moment (NewApprox allocates two
-// entries; contention adds at most 10 more allocations over the limiter's
-// life), and a refused call writes nothing shared. The zero value refuses
+// entries; contention adds at most 10 more parts to the table over the
+// limiter's life, and a few more allocations when goroutines grow it at the
+// same moment: the losers' are dropped), and a refused call writes nothing
+// shared. The zero value refuses
 // every call of cost 1 or more; use NewApprox. An Approx must not be copied
 // after first use.
 type Approx struct {
@@ -190,16 +192,15 @@ func (a *Approx) allowN(off, n int64, seen []ruleView) bool {
 			}
 			return false
 		}
-		tag := (h>>idxBits + 1) & tagMask
-		if tag == 0 {
-			tag = 1
-		}
+		tag := nextTag(h >> idxBits)
 		// Tag the scratch slot with the tag of the snapshot it will hold,
 		// before writing it. No reader can validate against that tag
 		// until the compare-and-swap below pairs it with this slot: tags
 		// grow, so no earlier head had it.
 		if mine == nil {
-			mineIdx, mine = a.acquire(tag)
+			if mineIdx, mine = a.acquire(tag); mine == nil {
+				continue // the head has moved on: start again from it
+			}
 		} else if mine[stateW].Load() != tag<<1|owned {
 			mine[stateW].Store(tag<<1 | owned) // a retry, on a newer head
 		}

@@ -66,16 +66,23 @@ func (a *Approx) slot(idx uint64) []atomic.Uint64 {
 
 // acquire takes a free slot as scratch for the next snapshot, tagging it
 // with tag (the tag the next snapshot will have), and grows the table when
-// every slot is taken. It never waits for another caller, except
-// when all 4094 slots are taken, which needs that many callers suspended in
-// the middle of an admission.
+// every slot is taken. It returns a nil slot, having taken none, when the
+// only free slots carry tag or a later one and the head has moved on since
+// the caller read it: the caller's compare-and-swap would fail anyway, and it
+// starts again from the new head instead of growing the table. It never
+// waits for another caller, except when all 4094 slots are taken, which needs
+// that many callers suspended in the middle of an admission.
 func (a *Approx) acquire(tag uint64) (uint64, []atomic.Uint64) {
 	for {
 		first := uint64(0)
+		skipped := false // a free slot whose tag is not older than tag
 		for c := range maxChunks {
 			p := a.chunks[c].Load()
 			size := uint64(2) << c
 			if p == nil {
+				if skipped && nextTag(a.head.Load()>>idxBits) != tag {
+					return 0, nil
+				}
 				words := make([]atomic.Uint64, size*a.stride)
 				words[stateW].Store(tag<<1 | owned)
 				if a.chunks[c].CompareAndSwap(nil, &words) {
@@ -88,12 +95,21 @@ func (a *Approx) acquire(tag uint64) (uint64, []atomic.Uint64) {
 				s := words[off*a.stride : (off+1)*a.stride]
 				// Taking a free slot also replaces its tag, so a
 				// reader still looking at its old snapshot sees it go.
-				// A free slot that already carries tag is skipped: a
-				// head paired that tag with it, so the caller's head
-				// is stale (the head has moved past tag since), and a
-				// reader of that head, still validating against tag,
-				// would take the caller's writes for its snapshot.
-				if v := s[stateW].Load(); v&owned == 0 && v>>1 != tag && s[stateW].CompareAndSwap(v, tag<<1|owned) {
+				// A slot's tag only ever grows: a free slot that
+				// carries tag or a later one is skipped. Then no
+				// reader validating against a tag this slot once
+				// carried can see that tag come back while the slot
+				// is rewritten (the caller's head is stale when it
+				// meets such a slot: a head has carried a later tag).
+				v := s[stateW].Load()
+				if v&owned != 0 {
+					continue
+				}
+				if !older(v>>1, tag) {
+					skipped = true
+					continue
+				}
+				if s[stateW].CompareAndSwap(v, tag<<1|owned) {
 					return first + off, s
 				}
 			}
@@ -101,6 +117,27 @@ func (a *Approx) acquire(tag uint64) (uint64, []atomic.Uint64) {
 		}
 		runtime.Gosched()
 	}
+}
+
+// nextTag is the tag after tag: tags run from 1 to tagMask and wrap to 1.
+func nextTag(tag uint64) uint64 {
+	if tag == tagMask {
+		return 1
+	}
+	return tag + 1
+}
+
+// older reports whether a slot's tag a is older than tag b (a tag of a head
+// to come): 0 (a slot never tagged) is older than every tag; otherwise a must
+// be behind b by less than half the tag space, so that the order survives
+// the wrap. A slot left free for 2^51 admissions looks newer until 2^51 more
+// have passed, and is not taken meanwhile: the table has others.
+func older(a, b uint64) bool {
+	if a == 0 {
+		return true
+	}
+	d := (b - a) & tagMask
+	return d != 0 && d < 1<<51
 }
 
 // load reads the head and returns its tag and its slot. The caller reads the

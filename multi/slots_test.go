@@ -109,11 +109,80 @@ func TestAcquireSkipsItsOwnTag(t *testing.T) {
 	if v := sR[stateW].Load(); v&owned != 0 || v>>1 != 3 {
 		t.Fatalf("R's slot: state %#x, want free with tag 3", v)
 	}
-	idx, _ := a.acquire(hW>>idxBits + 1) // W takes a slot for tag 3
-	if idx == hR&idxMask {
+	idx, s := a.acquire(hW>>idxBits + 1) // W takes a slot for tag 3, or none
+	if s != nil && idx == hR&idxMask {
 		t.Fatalf("W took slot %d, still paired with tag 3 by the head R validates against", idx)
 	}
 	if !valid(hR, sR) {
 		t.Fatal("R's snapshot no longer validates, though nothing took its slot")
+	}
+}
+
+// TestAcquireTagNeverComesBack: a slot's tag only grows, so the tag a reader
+// validates against cannot come back to its slot while a writer rewrites it.
+// The sequence (one rule of 100 per hour): A admits (tag 2); W decides at
+// an instant two hours on, on that head, and is suspended before taking a
+// slot for tag 3; V admits (tag 3); R loads that head and is suspended; three
+// more admissions (tags 4, 5, 6) free R's slot, take it again for tag 5 and
+// free it again; W resumes and writes its snapshot (a new window, 90 counted)
+// into the slot it takes. Before slot tags were kept growing, W took R's
+// slot back to tag 3, and R validated W's words: TokensAt 10 and a refusal of
+// 20 from a limiter that had 95 left in every state R overlapped.
+func TestAcquireTagNeverComesBack(t *testing.T) {
+	a, err := NewApprox(Rule{100, time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Now()
+	off0 := a.base.Offset(t0)
+	if !a.AllowN(t0, 1) { // A
+		t.Fatal("A refused")
+	}
+	hW := a.head.Load()
+	if !a.AllowN(t0, 1) { // V
+		t.Fatal("V refused")
+	}
+	hR, sR := a.load() // R
+	for range 3 {
+		if !a.AllowN(t0, 1) {
+			t.Fatal("refused")
+		}
+	}
+	if got := a.TokensAt(t0); got != 95 {
+		t.Fatalf("TokensAt(t0) = %d after 5 admissions, want 95", got)
+	}
+	idx, s := a.acquire(hW>>idxBits + 1) // W: a slot for tag 3, or none (its head has moved on)
+	if s != nil {
+		s[ruleW].Store(uint64(off0 + int64(2*time.Hour)))
+		s[ruleW+1].Store(90)
+	}
+	t1, ws, p, c := a.view(sR, 0, off0) // R resumes
+	if valid(hR, sR) {
+		if tok := a.rules[0].Tokens(p, c, t1-ws); tok < 95 || tok > 98 {
+			t.Fatalf("W took slot %d and R validated it: R reads %d left, though every state it overlapped had 95 to 98", idx, tok)
+		}
+	}
+	if s != nil {
+		if v := s[stateW].Load(); v>>1 != 3 {
+			t.Fatalf("W's slot carries tag %d, want 3", v>>1)
+		}
+	}
+}
+
+// TestOlder: a slot's tag against a tag to come, across the wrap.
+func TestOlder(t *testing.T) {
+	for _, c := range []struct {
+		a, b uint64
+		want bool
+	}{
+		{0, 1, true}, {0, tagMask, true}, {1, 2, true}, {2, 2, false}, {3, 2, false},
+		{tagMask, 1, true}, {1, tagMask, false}, {5, 5 + 1<<51 - 1, true}, {5, 5 + 1<<51, false},
+	} {
+		if got := older(c.a, c.b); got != c.want {
+			t.Errorf("older(%d, %d) = %v, want %v", c.a, c.b, got, c.want)
+		}
+	}
+	if nextTag(tagMask) != 1 || nextTag(1) != 2 {
+		t.Error("nextTag does not wrap from the largest tag to 1")
 	}
 }
