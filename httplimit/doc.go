@@ -31,6 +31,8 @@
 // that value is long, as with several rules with long names), and nothing
 // when the remaining counts and resets repeat an earlier response's: the
 // middleware remembers up to 512 values for one rule and 256 for several.
+// The legacy fields ([Legacy]) add at most two allocations per field whose
+// value (a remaining count, a reset) was not seen recently.
 //
 // docs/http.md describes the trust model for client addresses, the exact
 // bytes sent, the bound of All under concurrency, the failure policy, and

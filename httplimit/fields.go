@@ -189,13 +189,40 @@ func tightest(d *Decision) int {
 // use. Each slice has capacity 1: Header.Add copies it instead of writing
 // into the shared array. Two goroutines making the same value at once store
 // equal slices, either of which is correct.
-const intCacheN = 1 << 14
+// Larger values (an epoch second, a Retry-After of days, a limit or a
+// remaining count in the tens of thousands) go to bigCache, a small table
+// indexed by the value's low bits that keeps the last value seen in each
+// entry: a value that repeats (the current epoch second, a rule's limit)
+// allocates once, not on every response.
+const (
+	intCacheN = 1 << 14
+	bigCacheN = 1 << 10
+)
 
-var intCache [intCacheN]atomic.Pointer[[]string]
+var (
+	intCache [intCacheN]atomic.Pointer[[]string]
+	bigCache [bigCacheN]atomic.Pointer[bigValue]
+)
+
+// bigValue is a bigCache entry: v and its header value, whose slice is
+// s[:1:1] (one allocation for both, besides the string).
+type bigValue struct {
+	v int64
+	s [1]string
+}
 
 func intValue(v int64) []string {
-	if v < 0 || v >= intCacheN {
+	if v < 0 {
 		return []string{strconv.FormatInt(v, 10)}
+	}
+	if v >= intCacheN {
+		e := &bigCache[v&(bigCacheN-1)]
+		if p := e.Load(); p != nil && p.v == v {
+			return p.s[:1:1]
+		}
+		p := &bigValue{v: v, s: [1]string{strconv.FormatInt(v, 10)}}
+		e.Store(p)
+		return p.s[:1:1]
 	}
 	if p := intCache[v].Load(); p != nil {
 		return *p

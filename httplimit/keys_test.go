@@ -220,6 +220,11 @@ func TestProxyResolverXForwardedFor(t *testing.T) {
 		{"several lines are one list", "10.0.0.1:1", []string{xff, "1.1.1.1", xff, "203.0.113.9"}, "203.0.113.9"},
 		{"malformed hop before the proxy", "10.0.0.1:1", []string{xff, "203.0.113.9, not-an-ip"}, ""},
 		{"empty hop before the proxy", "10.0.0.1:1", []string{xff, "203.0.113.9, "}, ""},
+		// A trailing comma is an empty entry too (until 2026-11-25 it was
+		// dropped, and the walk went on to the entry left of it).
+		{"trailing comma before the proxy", "10.0.0.1:1", []string{xff, "203.0.113.9,"}, ""},
+		{"two commas before the proxy", "10.0.0.1:1", []string{xff, "203.0.113.9,,10.0.0.1"}, ""},
+		{"blank line right of the real one", "10.0.0.1:1", []string{xff, "203.0.113.9", xff, " "}, "203.0.113.9"},
 		{"bad port", "10.0.0.1:1", []string{xff, "203.0.113.9:http"}, ""},
 		{"bracket garbage", "10.0.0.1:1", []string{xff, "[2001:db8::5]x"}, ""},
 		{"bad remote address", "nope", []string{xff, "203.0.113.9"}, ""},

@@ -142,7 +142,11 @@ const (
 )
 
 // OnLimiterError sets the failure policy, and a callback (nil for none) run
-// with each error of the limiter before the policy is applied.
+// with each error of the limiter before the policy is applied. Neither
+// applies to a request whose own context ended before the limiter decided
+// (the client went away, or an outer handler's deadline passed): it is
+// refused with 503 and the callback is not called, since passing it under
+// FailOpen would let a client skip the limit by cancelling its requests.
 func OnLimiterError(p Failure, f func(r *http.Request, err error)) Option {
 	return optionFunc(func(m *Middleware) { m.failure, m.onError = p, f })
 }
@@ -248,6 +252,15 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 // limiter's answer.
 func (m *Middleware) respond(w http.ResponseWriter, r *http.Request, next http.Handler, key string, now time.Time, d *Decision, err error) {
 	if err != nil {
+		if r.Context().Err() != nil {
+			// The request's own context ended first (the client went
+			// away, or an outer handler's deadline passed): nothing was
+			// decided, and this is no failure of the limiter. Letting it
+			// pass under FailOpen would let a client skip the limit by
+			// cancelling its own requests.
+			plain(w, http.StatusServiceUnavailable, "request ended before the rate limiter decided\n")
+			return
+		}
 		if m.onError != nil {
 			m.onError(r, err)
 		}
@@ -267,7 +280,16 @@ func (m *Middleware) respond(w http.ResponseWriter, r *http.Request, next http.H
 	}
 	h := w.Header()
 	if m.fields != FieldsOff {
-		m.setFields(h, d, now)
+		if d.Reason == Full {
+			// The key has no quota yet: announce the policy only. A
+			// RateLimit field would say r=0;t=0, "back now", to a client
+			// that would only meet the full store again.
+			if d.NumQuota > 0 {
+				h[fieldPolicy] = m.policy
+			}
+		} else {
+			m.setFields(h, d, now)
+		}
 	}
 	if d.Reason == OverLimit {
 		h[fieldRetryAfter] = intValue(retryAfter(d.RetryAt, now))

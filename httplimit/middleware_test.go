@@ -161,7 +161,10 @@ func TestFullIsRefused(t *testing.T) {
 	w := get(h, c, 0, "X-Api-Key", "b")
 	assert.Equal(t, 503, w.Code)
 	assert.Empty(t, w.Header().Get("Retry-After"), "when room appears is not known")
-	assert.Equal(t, `"5-per-1h";r=0;t=0`, w.Header().Get("RateLimit"))
+	// The policy only: the key has no quota yet, and r=0;t=0 would tell
+	// the client to come back at once, into the full store.
+	assert.Empty(t, w.Header().Get("RateLimit"), "a Full refusal has no quota to report")
+	assert.Equal(t, `"5-per-1h";q=5;w=3600`, w.Header().Get("RateLimit-Policy"))
 	assert.Equal(t, []httplimit.Reason{httplimit.Full}, refusals)
 }
 
@@ -440,5 +443,89 @@ func TestFullStoreSweeps(t *testing.T) {
 		if inAll {
 			assert.Equal(t, 429, get(h, c, 10*time.Second, "X-Api-Key", "c").Code, "the global limit's fifth")
 		}
+	}
+}
+
+// cancelAware is a Limiter that honours its context, as a remote store's
+// does (the redis module returns the context's error under every failure
+// policy): one admission in all.
+type cancelAware struct{ used int }
+
+func (l *cancelAware) Rules() []httplimit.Rule {
+	return []httplimit.Rule{{Limit: 1, Window: time.Hour}}
+}
+
+func (l *cancelAware) Decide(ctx context.Context, _ string, now time.Time, cost int) (httplimit.Decision, error) {
+	if err := ctx.Err(); err != nil {
+		return httplimit.Decision{}, err
+	}
+	d := httplimit.Decision{NumQuota: 1}
+	if l.used+cost <= 1 {
+		l.used += cost
+		d.Allowed = true
+	} else {
+		d.Reason, d.RetryAt = httplimit.OverLimit, now.Add(time.Hour)
+	}
+	return d, nil
+}
+
+// TestRequestEndedBeforeDecision: a request whose own context ends before
+// the limiter decides (the client went away) is refused under either
+// failure policy, and is not reported as a failure of the limiter: under
+// FailOpen, passing it on let a client that cancels its requests have the
+// handler run without being counted.
+func TestRequestEndedBeforeDecision(t *testing.T) {
+	for _, policy := range []httplimit.Failure{httplimit.FailOpen, httplimit.FailClosed} {
+		l := &cancelAware{}
+		var errs []error
+		m, err := httplimit.New(l, httplimit.OnLimiterError(policy, func(_ *http.Request, err error) { errs = append(errs, err) }))
+		require.NoError(t, err)
+		ran := 0
+		h := m.Handler(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { ran++ }))
+		codes := map[int]int{}
+		for i := range 20 {
+			ctx, cancel := context.WithCancel(context.Background())
+			if i > 0 {
+				cancel()
+			}
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, httptest.NewRequest("POST", "/", nil).WithContext(ctx))
+			codes[w.Code]++
+			cancel()
+		}
+		assert.Equal(t, 1, ran, "policy %d: the handler ran for cancelled requests", policy)
+		assert.Equal(t, map[int]int{200: 1, 503: 19}, codes, "policy %d", policy)
+		assert.Empty(t, errs, "policy %d: a client's cancellation reported as a limiter error", policy)
+	}
+}
+
+// TestLegacyAllocations: the legacy fields' values of 16384 and more (an
+// epoch second, a limit or a remaining count in the tens of thousands, a
+// Retry-After of hours) allocate nothing once seen, as smaller ones do.
+func TestLegacyAllocations(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		l    httplimit.Limiter
+		opts []httplimit.Option
+		max  float64
+	}{
+		{"refusals, 1 per day (Retry-After 86400)", httplimit.Ring(mustRing(t, 1, 24*time.Hour)), nil, 0},
+		{"refusals, ResetUnix", httplimit.Ring(mustRing(t, 1, time.Minute)), []httplimit.Option{httplimit.Legacy(httplimit.ResetUnix)}, 0},
+		// Each admission leaves a new remaining count: the new RateLimit
+		// value (one allocation) and the legacy Remaining (two, the value
+		// and its string); the limit comes from the cache.
+		{"admissions, limit 100000, ResetSeconds", httplimit.Ring(mustRing(t, 100_000, time.Hour)), []httplimit.Option{httplimit.Legacy(httplimit.ResetSeconds)}, 3},
+	} {
+		m, err := httplimit.New(tt.l, tt.opts...)
+		require.NoError(t, err)
+		now := time.Unix(1_800_000_000, 0)
+		httplimit.SetNow(m, func() time.Time { return now })
+		h := m.Handler(ok200)
+		r := request("192.0.2.1:1234")
+		w := &reusable{h: http.Header{}}
+		h.ServeHTTP(w, r)
+		h.ServeHTTP(w, r)
+		allocs := testing.AllocsPerRun(200, func() { h.ServeHTTP(w, r) })
+		assert.LessOrEqual(t, allocs, tt.max, tt.name)
 	}
 }

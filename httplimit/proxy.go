@@ -101,39 +101,24 @@ func (p *ProxyResolver) clientIP(r *http.Request) (netip.Addr, string, error) {
 	// trusted), or the first hop if all are trusted.
 	var h hop
 	var seen bool
-	if p.header == Forwarded {
-		// Right to left, stopping at the first hop not trusted: what the
-		// client wrote further left is never read, not even to find where
-		// the elements the proxies appended begin (Forwarded quotes
-		// values, and an unclosed quote there would run over them).
-		lines := r.Header[name]
-		for i := len(lines) - 1; i >= 0; i-- {
-			if forwardedHops(lines[i], func(x hop) bool {
-				h, seen = x, true
-				return x.ok && p.trusts(x.addr)
-			}) {
-				break
-			}
+	// Right to left, stopping at the first hop not trusted: what the client
+	// wrote further left is never read. For Forwarded this also keeps the
+	// elements the proxies appended safe from a client's unclosed quote
+	// (Forwarded quotes values, and such a quote would run over them).
+	visit := func(x hop) bool {
+		h, seen = x, true
+		return x.ok && p.trusts(x.addr)
+	}
+	lines := r.Header[name]
+	for i := len(lines) - 1; i >= 0; i-- {
+		var stopped bool
+		if p.header == Forwarded {
+			stopped = forwardedHops(lines[i], visit)
+		} else {
+			stopped = forwardedForHops(lines[i], visit)
 		}
-	} else {
-		// One pass left to right.
-		var first hop
-		var untrusted bool
-		for _, line := range r.Header[name] {
-			for line != "" {
-				var v string
-				v, line, _ = strings.Cut(line, ",")
-				x := parseHop(v)
-				if !seen {
-					first, seen = x, true
-				}
-				if !x.ok || !p.trusts(x.addr) {
-					h, untrusted = x, true
-				}
-			}
-		}
-		if !untrusted {
-			h = first
+		if stopped {
+			break
 		}
 	}
 	if !seen {
@@ -143,6 +128,27 @@ func (p *ProxyResolver) clientIP(r *http.Request) (netip.Addr, string, error) {
 		return netip.Addr{}, "", fmt.Errorf("httplimit: %s: hop %q is not an IP address", name, clip(h.text))
 	}
 	return h.addr, h.text, nil
+}
+
+// forwardedForHops calls visit with each hop of one line of an
+// X-Forwarded-For header, from the last to the first, while visit returns
+// true, and reports whether visit returned false. An empty entry (a trailing
+// comma, two commas in a row) is a hop that is not an IP address; a line
+// that is empty or blank altogether has no hop.
+func forwardedForHops(line string, visit func(hop) bool) (stopped bool) {
+	if strings.Trim(line, " \t") == "" {
+		return false
+	}
+	for {
+		i := strings.LastIndexByte(line, ',')
+		if !visit(parseHop(line[i+1:])) {
+			return true
+		}
+		if i < 0 {
+			return false
+		}
+		line = line[:i]
+	}
 }
 
 // parseHop parses one hop: an IP address, with or without a port, IPv6 with
