@@ -243,28 +243,27 @@ func methodsOf[L PerKey]() methods {
 
 // statusOf returns *lim's DecideStatus, if L has one.
 func (k *Limiter[K, L]) statusOf(lim *L) (statusLimiter, bool) {
-	if k.methods.byValue {
-		if !k.methods.hasStatus {
-			return nil, false
-		}
-		sl, ok := any(lim).(statusLimiter)
-		return sl, ok
-	}
-	sl, ok := any(*lim).(statusLimiter)
-	return sl, ok
+	return methodOf[statusLimiter](k.methods.byValue, k.methods.hasStatus, lim)
 }
 
 // rulesOf returns *lim's DecideRules, if L has one.
 func (k *Limiter[K, L]) rulesOf(lim *L) (rulesLimiter, bool) {
-	if k.methods.byValue {
-		if !k.methods.hasRules {
-			return nil, false
+	return methodOf[rulesLimiter](k.methods.byValue, k.methods.hasRules, lim)
+}
+
+// methodOf asserts *lim to the interface I without allocating: on lim itself
+// when L is byValue (and has I's method, has), else on *lim.
+func methodOf[I any, L PerKey](byValue, has bool, lim *L) (I, bool) {
+	if byValue {
+		if !has {
+			var none I
+			return none, false
 		}
-		rl, ok := any(lim).(rulesLimiter)
-		return rl, ok
+		i, ok := any(lim).(I)
+		return i, ok
 	}
-	rl, ok := any(*lim).(rulesLimiter)
-	return rl, ok
+	i, ok := any(*lim).(I)
+	return i, ok
 }
 
 // allowN is Decide.
