@@ -57,7 +57,7 @@ func TestFresh(t *testing.T) {
 	}{
 		{0, 0, true},
 		{0, 4, true},                                   // four places on
-		{0, 1<<32 | 0, false},                          // five: a lap
+		{0, 1 << 32, false},                            // five: a lap (cycle 1, position 0)
 		{3, 1<<32 | 2, true},                           // four, across a lap
 		{3, 1<<32 | 3, false},                          // five, across a lap
 		{0xffffffff<<32 | 4, 3, true},                  // four, across the wrap
