@@ -64,9 +64,9 @@ type Approx struct {
 
 // NewApprox returns an approximate limiter for the rules: a two-counter window
 // for each. It allocates a few words per rule; decisions allocate nothing.
-// It returns an error naming the rule when there is no rule, or when a rule's
-// limit is outside [1, MaxApproxLimit] or its window outside
-// [1ns, MaxApproxWindow].
+// It returns an error naming the rule when there is no rule or more than
+// MaxRules, or when a rule's limit is outside [1, MaxApproxLimit] or its
+// window outside [1ns, MaxApproxWindow].
 func NewApprox(rules ...Rule) (*Approx, error) {
 	minLimit, maxWindow, err := validate(rules, MaxApproxLimit, MaxApproxWindow)
 	if err != nil {

@@ -87,8 +87,9 @@ type Limiter struct {
 
 // New returns an exact limiter for the rules. It allocates one ring of 8
 // bytes per unit of the largest limit; nothing is allocated after. It returns
-// an error naming the rule when there is no rule, or when a rule's limit is
-// outside [1, MaxLimit] or its window outside [1ns, MaxWindow].
+// an error naming the rule when there is no rule or more than MaxRules, or
+// when a rule's limit is outside [1, MaxLimit] or its window outside
+// [1ns, MaxWindow].
 func New(rules ...Rule) (*Limiter, error) {
 	minLimit, maxWindow, err := validate(rules, MaxLimit, MaxWindow)
 	if err != nil {

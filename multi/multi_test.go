@@ -90,6 +90,13 @@ func mustNew(t testing.TB, newf func(...multi.Rule) (lim, error), rules ...multi
 // suite checks one bad rule's limit and window).
 func TestNewErrors(t *testing.T) {
 	ms, s := time.Millisecond, time.Second
+	many := func(k int) []multi.Rule {
+		rs := make([]multi.Rule, k)
+		for i := range rs {
+			rs[i] = multi.Rule{Limit: 10 + i, Window: s}
+		}
+		return rs
+	}
 	for _, impl := range impls {
 		maxLimit, maxWindow := multi.MaxLimit, multi.MaxWindow
 		if impl.name == "approx" {
@@ -108,6 +115,9 @@ func TestNewErrors(t *testing.T) {
 			{[]multi.Rule{{10, s}, {10, s}}, ""},       // duplicate
 			{[]multi.Rule{{10, s}, {5, s}}, ""},        // redundant
 			{[]multi.Rule{{3, maxWindow}, {1, 1}}, ""}, // extremes
+			{many(multi.MaxRules), ""},
+			{many(multi.MaxRules + 1), fmt.Sprintf("multi: at most %d rules are allowed, got %d", multi.MaxRules, multi.MaxRules+1)},
+			{many(100_000), "multi: at most 64 rules are allowed, got 100000"},
 		}
 		for i, tt := range tests {
 			l, err := impl.new(tt.rules...)

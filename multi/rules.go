@@ -27,6 +27,13 @@ var (
 	_ [slidelog.MaxWindow - MaxWindow]struct{}
 )
 
+// MaxRules is the most rules New and NewApprox accept. Each rule adds a load
+// or two to every decision, and to an Approx snapshot two words, of which its
+// table may hold up to 4094 under contention: a few limits at once (per
+// second, minute, hour, day) are what several rules are for, and a bound
+// keeps a mistaken list of thousands from costing gigabytes.
+const MaxRules = 64
+
 // MaxApproxLimit is the largest limit a rule of NewApprox may have; it is
 // window.MaxLimit.
 const MaxApproxLimit = 1<<20 - 1 // 1,048,575
@@ -56,6 +63,9 @@ type Rule struct {
 func validate(rules []Rule, limitMax int, windowMax time.Duration) (minLimit int, maxWindow time.Duration, err error) {
 	if len(rules) == 0 {
 		return 0, 0, errors.New("multi: at least one rule is required, got none")
+	}
+	if len(rules) > MaxRules {
+		return 0, 0, fmt.Errorf("multi: at most %d rules are allowed, got %d", MaxRules, len(rules))
 	}
 	minLimit = limitMax
 	for i, r := range rules {
