@@ -97,7 +97,8 @@ func Legacy(reset LegacyReset) Option {
 // other than '"' and '\', all different. The default names rule i
 // "<limit>-per-<window>", such as "100-per-1s" or "5000-per-1h".
 func PolicyNames(names ...string) Option {
-	names = append([]string(nil), names...)
+	// Never nil, so that New tells no names (an error) from no option.
+	names = append([]string{}, names...)
 	return optionFunc(func(m *Middleware) { m.names = names })
 }
 

@@ -529,3 +529,12 @@ func TestLegacyAllocations(t *testing.T) {
 		assert.LessOrEqual(t, allocs, tt.max, tt.name)
 	}
 }
+
+// TestPolicyNamesNone: PolicyNames with no names is an error of New, as a
+// wrong count is, not the default names in silence.
+func TestPolicyNamesNone(t *testing.T) {
+	_, err := httplimit.New(httplimit.Ring(mustRing(t, 5, time.Second)), httplimit.PolicyNames())
+	require.ErrorContains(t, err, "PolicyNames: 0 names for 1 rules")
+	_, err = httplimit.New(httplimit.Ring(mustRing(t, 5, time.Second)), httplimit.PolicyNames("five"))
+	require.NoError(t, err)
+}
