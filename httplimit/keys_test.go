@@ -248,6 +248,10 @@ func TestProxyResolverForwarded(t *testing.T) {
 		{"unknown", "10.0.0.1:1", []string{fwd, "for=unknown"}, ""},
 		{"obfuscated", "10.0.0.1:1", []string{fwd, "for=_hidden"}, ""},
 		{"element without for", "10.0.0.1:1", []string{fwd, "for=203.0.113.9, proto=https"}, ""},
+		// RFC 7239 allows each parameter once per element: which of two
+		// for= a proxy meant is not known (until 2026-11-25 the first won).
+		{"two for= in one element", "10.0.0.1:1", []string{fwd, "for=6.6.6.6;for=203.0.113.9"}, ""},
+		{"two for= in a client's element, never read", "10.0.0.1:1", []string{fwd, "for=6.6.6.6;for=1.1.1.1, for=203.0.113.9"}, "203.0.113.9"},
 		{"unterminated quote", "10.0.0.1:1", []string{fwd, `for="203.0.113.9`}, ""},
 		{"escape in quoted value", "10.0.0.1:1", []string{fwd, `for="203.0.113.\9"`}, ""},
 		{"unknown on the left is never read", "10.0.0.1:1", []string{fwd, "for=unknown, for=203.0.113.9"}, "203.0.113.9"},

@@ -224,8 +224,11 @@ func forwardedHops(line string, visit func(hop) bool) (stopped bool) {
 }
 
 // forwardedElement returns the for= hop of one element of a Forwarded
-// header.
+// header. An element with two for= parameters is malformed (RFC 7239 allows
+// each parameter once per element): its hop is not an IP address.
 func forwardedElement(elem string) hop {
+	var found hop
+	seen := false
 	i := 0
 	for i < len(elem) {
 		for i < len(elem) && (elem[i] == ' ' || elem[i] == '\t' || elem[i] == ';') {
@@ -263,14 +266,22 @@ func forwardedElement(elem string) hop {
 			}
 		}
 		if strings.EqualFold(name, "for") {
-			if bad {
-				return hop{text: value}
+			if seen {
+				return hop{text: "(for= given twice)"}
 			}
-			return parseHop(value)
+			seen = true
+			if bad {
+				found = hop{text: value}
+			} else {
+				found = parseHop(value)
+			}
 		}
 		for i < len(elem) && elem[i] != ';' {
 			i++ // junk after a quoted string
 		}
 	}
-	return hop{text: "(no for= parameter)"}
+	if !seen {
+		return hop{text: "(no for= parameter)"}
+	}
+	return found
 }
