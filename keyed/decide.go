@@ -145,28 +145,27 @@ func (k *Limiter[K, L]) decide(key K, now time.Time, n int, rules []Status, each
 			s = k.decideStatus(&e.lim, t, n)
 		}
 		if e.state.Load() == live || e.settle() {
-			readyNow(&s, now, t)
-			for i := n0; i < len(rules); i++ {
-				readyNow(&rules[i], now, t)
-			}
+			atNow(now, t, &s, rules[n0:])
 			return s, rules, nil
 		}
 	}
 }
 
-// readyNow maps s's instants, read at the clamped instant t, back to the
-// caller's now, as readyAt does: what fits at t fits at now (a call at now
-// decides at t). Without it, a rule of DecideRules with room at a sweep's
-// floor said it would fit again only at that floor, later than now.
-func readyNow(s *Status, now, t time.Time) {
+// atNow maps the instants of s and of each of rules, read at the clamped
+// instant t, back to the caller's now with readyAt. Without it, a rule of
+// DecideRules with room at a sweep's floor said it would fit again only at
+// that floor, later than now.
+func atNow(now, t time.Time, s *Status, rules []Status) {
 	if t.Equal(now) {
 		return
 	}
-	if !s.RetryAt.IsZero() && !s.RetryAt.After(t) {
-		s.RetryAt = now
+	mapBack := func(x *Status) {
+		x.RetryAt, _ = readyAt(now, t, x.RetryAt, !x.RetryAt.IsZero())
+		x.ResetAt, _ = readyAt(now, t, x.ResetAt, !x.ResetAt.IsZero())
 	}
-	if !s.ResetAt.IsZero() && !s.ResetAt.After(t) {
-		s.ResetAt = now
+	mapBack(s)
+	for i := range rules {
+		mapBack(&rules[i])
 	}
 }
 
@@ -192,10 +191,7 @@ func (k *Limiter[K, L]) queryRules(key K, now time.Time, n int, rules []Status) 
 		t := k.clamp(now)
 		s, rules = rl.DecideRules(t, n, rules[:n0])
 		if !present || e.state.Load() != dead {
-			readyNow(&s, now, t)
-			for i := n0; i < len(rules); i++ {
-				readyNow(&rules[i], now, t)
-			}
+			atNow(now, t, &s, rules[n0:])
 			return s, rules, true
 		}
 	}
