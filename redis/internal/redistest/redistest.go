@@ -330,8 +330,7 @@ func StartClusterReplicas(t testing.TB) *Cluster {
 	// redis-cli assigns the replicas after the cluster is up: wait until
 	// three nodes are replicas with their link up, and every node's view
 	// of the cluster lists three replicas.
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	waitFor(t, time.Now().Add(30*time.Second), "the cluster's replicas to come up", func() (bool, string) {
 		ready := 0
 		for _, n := range c.Nodes {
 			info, err := Do(n.Addr(), "INFO", "replication")
@@ -340,17 +339,12 @@ func StartClusterReplicas(t testing.TB) *Cluster {
 			}
 			nodes, err := Do(n.Addr(), "CLUSTER", "NODES")
 			if err != nil || strings.Count(nodes, "slave ") != 3 {
-				ready = -len(c.Nodes)
+				return false, fmt.Sprintf("%s lists %d replicas (%v)", n.Addr(), strings.Count(nodes, "slave "), err)
 			}
 		}
-		if ready == 3 {
-			return c
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("redistest: the cluster's replicas did not come up (%d ready)", ready)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return ready == 3, fmt.Sprintf("%d replicas ready", ready)
+	})
+	return c
 }
 
 // StartReplica starts a standalone primary and a replica of it, and returns
@@ -371,13 +365,23 @@ var noSyncDelay = []string{"--repl-diskless-sync-delay", "0"}
 // failing t at deadline.
 func waitSynced(t testing.TB, s *Server, deadline time.Time) {
 	t.Helper()
-	for {
+	waitFor(t, deadline, "replica "+s.Addr()+" to synchronise", func() (bool, string) {
 		info, err := Do(s.Addr(), "INFO", "replication")
-		if err == nil && strings.Contains(info, "master_link_status:up") {
+		return err == nil && strings.Contains(info, "master_link_status:up"), fmt.Sprint(err, " ", info)
+	})
+}
+
+// waitFor calls cond every 20 ms until it holds, failing t at deadline with
+// what it waited for and cond's last detail.
+func waitFor(t testing.TB, deadline time.Time, what string, cond func() (ok bool, detail string)) {
+	t.Helper()
+	for {
+		ok, detail := cond()
+		if ok {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("redistest: replica %s not synchronised: %v %s", s.Addr(), err, info)
+			t.Fatalf("redistest: waited in vain for %s: %s", what, detail)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -399,16 +403,10 @@ func startCluster(t testing.TB, replicas int) *Cluster {
 	}
 	deadline := time.Now().Add(20 * time.Second)
 	for _, n := range c.Nodes {
-		for {
+		waitFor(t, deadline, "cluster_state:ok on "+n.Addr(), func() (bool, string) {
 			info, err := Do(n.Addr(), "CLUSTER", "INFO")
-			if err == nil && strings.Contains(info, "cluster_state:ok") {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("redistest: cluster not ok on %s: %v %s", n.Addr(), err, info)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
+			return err == nil && strings.Contains(info, "cluster_state:ok"), fmt.Sprint(err, " ", info)
+		})
 	}
 	return c
 }
