@@ -25,7 +25,13 @@ type script struct {
 // Lua converts it as tonumber does, at half the cost of calling tonumber.
 // The arguments are decimal integers that the Go side formats; TIME replies
 // with two.
-const luaArgs = `local now = ARGV[1] + 0
+//
+// int formats a whole number for a command that takes an integer (an expiry):
+// Redis 7.2.0 to 7.2.4 send a Lua number n*10^8 to a command as "1e+08",
+// which PX, PXAT, PEXPIRE and PEXPIREAT refuse (fixed in 7.2.5), so the
+// scripts never pass those commands a bare number. %d is exact below 2^53.
+const luaArgs = `local function int(x) return string.format('%d', x) end
+local now = ARGV[1] + 0
 local n = ARGV[2] + 0
 local dry = n < 0
 if dry then n = -1 - n end
@@ -338,7 +344,7 @@ if ok and n > 0 and not dry then
       else
         body = pack('<ddd', b, nh, nexp) .. body
       end
-      redis.call('SET', key, body, px, ms)
+      redis.call('SET', key, body, px, int(ms))
     else
       local s
       if n == 1 and hdr == 16 then
@@ -365,9 +371,9 @@ if ok and n > 0 and not dry then
         redis.call('SETRANGE', key, 8, pack('<d', nexp))
       end
       if e then
-        redis.call('PEXPIREAT', key, e)
+        redis.call('PEXPIREAT', key, int(e))
       elseif not srv and redis.call('PTTL', key) < ttl then
-        redis.call('PEXPIRE', key, 2 * ttl)
+        redis.call('PEXPIRE', key, int(2 * ttl))
       end
     end
   end
@@ -559,12 +565,12 @@ local admit = ok and n > 0 and not dry
 if admit then
   for i = 1, #KEYS do
     if not srv then
-      redis.call('SET', KEYS[i], bodies[i] .. pack('<d', 0), 'PX', floor((ttls[i] + 999) / 1000) + 1)
+      redis.call('SET', KEYS[i], bodies[i] .. pack('<d', 0), 'PX', int(floor((ttls[i] + 999) / 1000) + 1))
     elseif now + ttls[i] <= exps[i] then
       redis.call('SETRANGE', KEYS[i], '0', bodies[i])
     else
       local e = -floor(-(now + fars[i]) / 1000)
-      redis.call('SET', KEYS[i], bodies[i] .. pack('<d', 1000 * e), 'PXAT', e)
+      redis.call('SET', KEYS[i], bodies[i] .. pack('<d', 1000 * e), 'PXAT', int(e))
     end
   end
 end
@@ -724,10 +730,10 @@ if admit then
         if far < 2 * least then far = 2 * least end
         local e = -floor(-(now + far) / 1000)
         parts[1] = pack('<dd', now, 1000 * e)
-        redis.call('SET', key, table.concat(parts), 'PXAT', e)
+        redis.call('SET', key, table.concat(parts), 'PXAT', int(e))
       else
         parts[1] = pack('<dd', now, 0)
-        redis.call('SET', key, table.concat(parts), 'PX', floor((ttl + 999) / 1000) + 1)
+        redis.call('SET', key, table.concat(parts), 'PX', int(floor((ttl + 999) / 1000) + 1))
       end
     end
   end
