@@ -24,8 +24,9 @@ var (
 
 // NewHTTP returns l as an httplimit.Limiter. With serverClock, Decide ignores
 // the instant the middleware passes and decides on the Redis server's clock,
-// so that instances with skewed clocks share one; otherwise it decides at
-// the middleware's instant. l may have at most httplimit.MaxRules rules.
+// so that instances with skewed clocks share one (a refusal's RetryAt is the
+// middleware's instant plus the wait measured on the server's clock);
+// otherwise it decides at the middleware's instant. l may have at most httplimit.MaxRules rules.
 //
 // A Redis failure under FailClosed is Decide's error (the middleware applies
 // its own failure policy, 503 by default); under FailOpen and FallBack,
@@ -71,10 +72,11 @@ func (h *HTTPLimiter) decide(ctx context.Context, key string, now time.Time, cos
 		hd.Reason = httplimit.Never
 		return hd, nil
 	}
+	at := now
 	if h.serverClock {
-		now = time.Time{}
+		at = time.Time{}
 	}
-	d, err := h.l.decide(ctx, key, now, cost, dry)
+	d, err := h.l.decide(ctx, key, at, cost, dry)
 	if err != nil {
 		return httplimit.Decision{}, err
 	}
@@ -83,6 +85,10 @@ func (h *HTTPLimiter) decide(ctx context.Context, key string, now time.Time, cos
 		hd.Allowed, hd.Reason = true, httplimit.Admitted
 	case d.ReadyAt.IsZero():
 		hd.Reason = httplimit.Never
+	case h.serverClock && !now.IsZero():
+		// ReadyAt is on the server's clock, RetryAt on the caller's (the
+		// middleware subtracts its own now): the wait, moved over.
+		hd.Reason, hd.RetryAt = httplimit.OverLimit, now.Add(d.ReadyAt.Sub(d.At))
 	default:
 		hd.Reason, hd.RetryAt = httplimit.OverLimit, d.ReadyAt
 	}

@@ -1,6 +1,7 @@
 package redis_test
 
 import (
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -91,4 +92,38 @@ func TestHTTP(t *testing.T) {
 
 	s.Stop()
 	require.Equal(t, http.StatusServiceUnavailable, get("192.0.2.3:1000").Code)
+}
+
+// TestHTTPServerClockRetryAt: on the server's clock, a refusal's RetryAt is
+// the middleware's instant plus the wait the server measured, so that the
+// Retry-After the middleware derives from it is the window whatever the skew
+// between this instance's clock and the server's (a RetryAt on the server's
+// clock was off by the skew: 11 minutes for an instance 10 minutes behind).
+func TestHTTPServerClockRetryAt(t *testing.T) {
+	_, _, c := standalone(t)
+	for _, exact := range []bool{true, false} {
+		mk := mustWindow
+		if exact {
+			mk = mustLog
+		}
+		l := mk(t, c, redis.Options{Prefix: fmt.Sprint("skew-", exact)}, redis.Rule{Limit: 1, Window: time.Minute})
+		h, err := redis.NewHTTP(l, true)
+		require.NoError(t, err)
+		for _, skew := range []time.Duration{-10 * time.Minute, 0, 10 * time.Minute} {
+			key := "k" + skew.String()
+			d, err := h.Decide(t.Context(), key, time.Now().Add(skew), 1)
+			require.NoError(t, err)
+			require.True(t, d.Allowed)
+			local := time.Now().Add(skew) // this instance's clock
+			d, err = h.Decide(t.Context(), key, local, 1)
+			require.NoError(t, err)
+			require.Equal(t, httplimit.OverLimit, d.Reason)
+			wait := d.RetryAt.Sub(local)
+			max := time.Minute
+			if !exact {
+				max = 2 * time.Minute
+			}
+			require.True(t, wait > 0 && wait <= max, "exact %v, skew %v: RetryAt is %v after the middleware's now", exact, skew, wait)
+		}
+	}
 }
