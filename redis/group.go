@@ -150,7 +150,7 @@ func (g *Group) ReadyAt(ctx context.Context, keys []string, now time.Time, n int
 
 func (g *Group) decide(ctx context.Context, keys []string, now time.Time, n int, dry bool) (Decision, error) {
 	if len(keys) != len(g.ls) {
-		return Decision{}, fmt.Errorf("redis: keys: the group has %d limiters, got %d keys", len(g.ls), len(keys))
+		return Decision{Source: FromError}, fmt.Errorf("redis: keys: the group has %d limiters, got %d keys", len(g.ls), len(keys))
 	}
 	return decide(ctx, g.ls, keys, now, n, dry)
 }

@@ -1,6 +1,7 @@
 package redis_test
 
 import (
+	"context"
 	"math"
 	"strconv"
 	"strings"
@@ -104,7 +105,14 @@ func TestBadInput(t *testing.T) {
 			d, err := l.AllowN(t.Context(), tc.key, tc.now, tc.n)
 			require.ErrorContains(t, err, tc.want)
 			require.False(t, d.Allowed)
+			require.Equal(t, redis.FromError, d.Source, "%q: an error decided by %v", tc.want, d.Source)
 		}
+		ended, cancel := context.WithCancel(t.Context())
+		cancel()
+		d, err := l.AllowN(ended, "k", now, 1)
+		require.ErrorIs(t, err, context.Canceled)
+		require.False(t, d.Allowed)
+		require.Equal(t, redis.FromError, d.Source, "a context that had ended: decided by %v", d.Source)
 		require.Equal(t, "0", dbsize(), "exact %v: a bad call wrote something", exact)
 
 		for _, n := range []int{4, 6, math.MaxInt} {
@@ -114,7 +122,7 @@ func TestBadInput(t *testing.T) {
 			require.True(t, d.ReadyAt.IsZero(), "n %d can never fit", n)
 			require.Equal(t, []int{3, 5}, d.Remaining)
 		}
-		d, err := l.AllowN(t.Context(), "k", now, 0)
+		d, err = l.AllowN(t.Context(), "k", now, 0)
 		require.NoError(t, err)
 		require.True(t, d.Allowed)
 		require.Equal(t, now, d.ReadyAt)

@@ -84,8 +84,10 @@ type Source uint8
 const (
 	// FromRedis: the script decided, and the decision is recorded in Redis.
 	FromRedis Source = iota
-	// FromError: Redis failed and the policy is FailClosed, or the caller's
-	// context was cancelled during the call (under every policy).
+	// FromError: the call returned an error and decided nothing: bad input
+	// (a key, an instant, a cost), a context that had ended before the call
+	// or was cancelled during it (under every policy), or Redis failed and
+	// the policy is FailClosed.
 	FromError
 	// FromFailOpen: Redis failed and the call was admitted unchecked (or
 	// refused, when its cost is above a rule's limit: it never fits).
@@ -491,29 +493,29 @@ func decide(ctx context.Context, ls []*Limiter, keys []string, now time.Time, n 
 		rk, err := ls[i].redisKey(key)
 		if err != nil {
 			if len(keys) > 1 {
-				return Decision{}, fmt.Errorf("%w (key %d)", err, i)
+				return Decision{Source: FromError}, fmt.Errorf("%w (key %d)", err, i)
 			}
-			return Decision{}, err
+			return Decision{Source: FromError}, err
 		}
 		rks[i] = rk
 	}
 	if err := sameTag(keys, rks); err != nil {
-		return Decision{}, err
+		return Decision{Source: FromError}, err
 	}
 	at := serverClock
 	if !now.IsZero() {
 		// Compared as instants: UnixMicro wraps round for years past
 		// 294246, which would land a far instant inside the range.
 		if now.Before(minInstant) || !now.Before(maxInstant) {
-			return Decision{}, fmt.Errorf("redis: now must be after the Unix epoch and before 2112, got %v", now)
+			return Decision{Source: FromError}, fmt.Errorf("redis: now must be after the Unix epoch and before 2112, got %v", now)
 		}
 		at = now.UnixMicro()
 	}
 	if n < 0 {
-		return Decision{}, fmt.Errorf("redis: n must be at least 0, got %d", n)
+		return Decision{Source: FromError}, fmt.Errorf("redis: n must be at least 0, got %d", n)
 	}
 	if err := ctx.Err(); err != nil {
-		return Decision{}, err
+		return Decision{Source: FromError}, err
 	}
 	maxLim, minLim, nargs, nrules := 0, math.MaxInt, 2, 0
 	for _, m := range ls {
@@ -592,7 +594,7 @@ func (l *Limiter) run(ctx context.Context, keys []string, args []any) ([]int64, 
 
 func (l *Limiter) decision(r []int64, nrules int) (Decision, error) {
 	if len(r) != 3+nrules {
-		return Decision{}, fmt.Errorf("redis: the %s script answered %d values, want %d", l.kind, len(r), 3+nrules)
+		return Decision{Source: FromError}, fmt.Errorf("redis: the %s script answered %d values, want %d", l.kind, len(r), 3+nrules)
 	}
 	d := Decision{Allowed: r[0] == 1, At: time.UnixMicro(r[1]), Source: FromRedis}
 	if r[2] >= 0 {
