@@ -25,9 +25,14 @@
 // microseconds, and two calls in the same microsecond are simultaneous.
 //
 // Keys. A user key becomes one Redis key, "<prefix>:log:{key}",
-// "<prefix>:win:{key}" or "<prefix>:bkt:{key}": the braces are a Redis
-// Cluster hash tag, so the state of one key lies in one slot and the script
-// touches only the keys it was given. A user key with a hash tag of its own
+// "<prefix>:win:{key}" or "<prefix>:bkt:{key}". The prefix names the limit
+// (Options.Prefix): limiters of one kind with one prefix share their keys,
+// which is how the instances of a service share a limit, so two limits need
+// two prefixes. Without a prefix the keys are "slidelimit:log:<rules>:{key}"
+// and so on, <rules> being 8 hex digits that name the rules, so that limits
+// with different rules never share keys. The braces are a Redis Cluster hash
+// tag, so the state of one key lies in one slot and the script touches only
+// the keys it was given. A user key with a hash tag of its own
 // ("{tenant-7}user:42") keeps it, so that keys sharing a tag share a slot and
 // can be decided together by a Group; any other key with braces gets a digest
 // of itself as its tag. Every key expires once it carries no information

@@ -312,3 +312,51 @@ func mustKey(t *testing.T, l *redis.Limiter, key string) string {
 	require.NoError(t, err)
 	return rk
 }
+
+// TestRulesInKey: two limiters of one kind left on the default prefix with
+// different rules (logins 5 per minute, the API 100) keep apart the state of
+// one user key, for every kind; two limiters with the same rules (two
+// instances of a service, whatever their other options) share it, as do two
+// with one explicit prefix.
+func TestRulesInKey(t *testing.T) {
+	_, _, c := standalone(t)
+	now := at(epoch)
+	kinds := map[string]func(o redis.Options, limit int) *redis.Limiter{
+		"log": func(o redis.Options, limit int) *redis.Limiter {
+			return mustLog(t, c, o, redis.Rule{Limit: limit, Window: time.Minute})
+		},
+		"window": func(o redis.Options, limit int) *redis.Limiter {
+			return mustWindow(t, c, o, redis.Rule{Limit: limit, Window: time.Minute})
+		},
+		"buckets": func(o redis.Options, limit int) *redis.Limiter {
+			l, err := redis.NewBuckets(c, testOptions(o), redis.Rule{Limit: limit, Window: time.Minute, Precision: time.Second})
+			require.NoError(t, err)
+			return l
+		},
+	}
+	for name, mk := range kinds {
+		login, api := mk(redis.Options{}, 5), mk(redis.Options{}, 100)
+		for i := range 10 {
+			d, err := api.AllowN(t.Context(), name+"-alice", now, 1)
+			require.NoError(t, err)
+			require.True(t, d.Allowed, "%s: API call %d", name, i)
+		}
+		for i := range 5 {
+			d, err := login.AllowN(t.Context(), name+"-alice", now, 1)
+			require.NoError(t, err, "%s: login %d", name, i)
+			require.True(t, d.Allowed, "%s: login %d refused after 10 API calls of the same user", name, i)
+			require.Equal(t, []int{4 - i}, d.Remaining, "%s: login %d", name, i)
+		}
+		// Another instance of the login limit (other options, same rules)
+		// sees the five logins.
+		twin := mk(redis.Options{Timeout: time.Minute, MinTTL: 2 * time.Hour, OnError: redis.FailOpen}, 5)
+		d, err := twin.AllowN(t.Context(), name+"-alice", now, 1)
+		require.NoError(t, err)
+		require.False(t, d.Allowed, "%s: a second instance of the login limit does not see the first's logins", name)
+		require.Equal(t, mustKey(t, login, "k"), mustKey(t, twin, "k"), name)
+		require.NotEqual(t, mustKey(t, login, "k"), mustKey(t, api, "k"), name)
+		require.Equal(t, "app:"+strings.Split(mustKey(t, login, "k"), ":")[1]+":{k}",
+			mustKey(t, mk(redis.Options{Prefix: "app"}, 5), "k"), "%s: an explicit prefix names the limit alone", name)
+		require.Equal(t, mustKey(t, mk(redis.Options{Prefix: "app"}, 5), "k"), mustKey(t, mk(redis.Options{Prefix: "app"}, 100), "k"), name)
+	}
+}

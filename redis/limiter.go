@@ -99,8 +99,14 @@ const (
 // Options configures a Limiter. The zero value is usable: prefix
 // DefaultPrefix, timeout DefaultTimeout, fail closed.
 type Options struct {
-	// Prefix starts every key the limiter writes ("slidelimit:log:{key}").
-	// It must not contain braces.
+	// Prefix names the limit: every key the limiter writes starts with it
+	// ("api:log:{key}"), and limiters of one kind with one Prefix share
+	// their keys, which is how the instances of a service share one limit.
+	// So two different limits need two prefixes, or their counts mix. It
+	// must not contain braces. Empty means a name made of DefaultPrefix and
+	// the rules ("slidelimit:log:1f0e9a3c:{key}"; see docs/redis.md): limits
+	// with different rules then never share keys, limits with the same
+	// rules always do, and a change of rules starts every key afresh.
 	Prefix string
 	// Timeout bounds each decision (a context deadline; see NewGoRedis for
 	// when go-redis honours it on the socket). Zero means DefaultTimeout;
@@ -294,17 +300,17 @@ func newLimiter(c Client, opts Options, rules []Rule, k kind) (*Limiter, error) 
 		l.s, l.kind = bucketScript, "bkt"
 		l.args = append(l.args, l.minTTL)
 	}
-	prefix := opts.Prefix
-	if prefix == "" {
-		prefix = DefaultPrefix
-	}
-	l.keyBase = prefix + ":" + l.kind + ":"
 	for _, r := range rules {
 		if k == kindBuckets {
 			l.args = append(l.args, r.Limit, int64(r.Precision/time.Microsecond), int64(buckets(r)))
 		} else {
 			l.args = append(l.args, r.Limit, int64(r.Window/time.Microsecond))
 		}
+	}
+	if opts.Prefix != "" {
+		l.keyBase = opts.Prefix + ":" + l.kind + ":"
+	} else {
+		l.keyBase = DefaultPrefix + ":" + l.kind + ":" + rulesTag(l.args[1:]) + ":"
 	}
 	if opts.OnError == FallBack {
 		if err := validateRules("fallback ", opts.Fallback, multi.MaxLimit, MaxWindow, false); err != nil {
@@ -681,8 +687,26 @@ func fallback(ls []*Limiter, keys []string, now time.Time, n int, dry bool, nrul
 	return d
 }
 
-// redisKey returns the Redis key for a user key: the prefix, the kind, and a
-// hash tag, so that every Redis key of one decision maps to one cluster slot.
+// rulesTag names a limiter's rules in its Redis keys when it has no Prefix:
+// the first 4 bytes of the SHA-1 of the rules' script arguments, in hex.
+// Two limits left on the default prefix with different rules ("5 per minute"
+// for logins, "100 per minute" for the API) therefore keep different keys for
+// one user key, where they would otherwise read each other's counts (or, for
+// logs of different capacities, fail on each other's values); limiters with
+// the same rules, in any process, share them. The TTL argument is left out:
+// it changes no count. A Prefix of the user's names the limit instead, and
+// costs no key bytes for the tag.
+func rulesTag(ruleArgs []any) string {
+	h := sha1.New()
+	for _, a := range ruleArgs {
+		fmt.Fprint(h, a, ",")
+	}
+	return hex.EncodeToString(h.Sum(nil)[:4])
+}
+
+// redisKey returns the Redis key for a user key: the prefix, the kind (then,
+// without a Prefix, the rules' tag: rulesTag) and a hash tag, so that every
+// Redis key of one decision maps to one cluster slot.
 // A key without braces is its own tag ("{alice}"). A key with a hash tag of
 // its own (a "{" followed later by a "}" with at least one byte between the
 // first "{" and the next "}", as Redis Cluster reads tags) keeps it, after
