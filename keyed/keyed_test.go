@@ -622,3 +622,43 @@ func TestZeroAllocs(t *testing.T) {
 		t.Errorf("%v allocs per interface-key call on a present key, want 0", allocs)
 	}
 }
+
+// TestFutureSweepFloor: the documented cost of a call at an instant far ahead
+// of the others (docs/keyed.md, "One clock for every key"). On a full store,
+// a new key at ten years ahead sweeps there, and the floor moves every key to
+// that instant: a key allowed 2 per second, called once an hour, is refused
+// from its third call on, and ReadyAt says ten years, for both stores.
+func TestFutureSweepFloor(t *testing.T) {
+	const years = 10 * 365 * 24 * time.Hour
+	type store struct {
+		allow func(key string, now time.Time) bool
+		ready func(key string, now time.Time) (time.Time, bool)
+	}
+	r := newKeyed(t, impls[1], 2, time.Second, keyed.MaxKeys(2))
+	w, err := keyed.NewWindow[string](2, time.Second, keyed.MaxKeys(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, s := range map[string]store{
+		"Limiter": {func(k string, now time.Time) bool { return r.AllowN(k, now, 1) },
+			func(k string, now time.Time) (time.Time, bool) { return r.ReadyAt(k, now, 1) }},
+		"Window": {func(k string, now time.Time) bool { return w.AllowN(k, now, 1) },
+			func(k string, now time.Time) (time.Time, bool) { return w.ReadyAt(k, now, 1) }},
+	} {
+		s.allow("alice", at(0))
+		s.allow("bob", at(0))
+		if !s.allow("mallory", at(years)) {
+			t.Fatalf("%s: the new key at ten years ahead was refused", name)
+		}
+		// The sweep removed alice (idle ten years ahead): her first two
+		// calls are a fresh limiter's two, both stamped at the floor.
+		for i, want := range []bool{true, true, false, false} {
+			if got := s.allow("alice", at(time.Duration(i+1)*time.Hour)); got != want {
+				t.Errorf("%s: alice's call %d, one hour after the last: %v, want %v (decided at the floor)", name, i+1, got, want)
+			}
+		}
+		if got, ok := s.ready("alice", at(5*time.Hour)); !ok || got.Before(at(years)) {
+			t.Errorf("%s: ReadyAt for alice = %v, %v; want at or after the floor, ten years ahead", name, got.Sub(t0), ok)
+		}
+	}
+}
