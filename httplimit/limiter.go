@@ -64,8 +64,10 @@ type Quota struct {
 	Remaining int
 	// Reset is how long after the decision's instant the rule's whole limit
 	// is available again if nothing else is admitted meanwhile: 0 when
-	// nothing counts against it. Limiters that cannot tell exactly report
-	// an upper bound (each adapter documents its own).
+	// nothing counts against it, and also when the limiter cannot tell
+	// (an instant past the last one it can tell apart: Status.ResetAt).
+	// Limiters that cannot tell exactly report an upper bound (each adapter
+	// documents its own).
 	Reset time.Duration
 }
 
