@@ -3,6 +3,7 @@ package bench
 import (
 	"fmt"
 	"hash/maphash"
+	"os"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -122,16 +123,22 @@ func (p *protoStore) Allow(key string) bool {
 // decides with internal/twoword on the slot's words, as keyed.Window does on
 // its cell's. Keys of at most 16 bytes only.
 // It runs three rounds of keyed.Window, sethvargo and the prototype at 100k
-// and 1M keys in random order, with the store's strings and with fresh copies.
+// and 1M keys in random order, with the store's strings and with fresh copies,
+// when BENCH_FULL is set; otherwise one round at 1,000 keys, so that CI's
+// one-iteration run under the race detector builds no million-key fixture.
 func BenchmarkInlineSlotsPrototype(b *testing.B) {
+	rounds, sizes := 1, []int{1_000}
+	if os.Getenv("BENCH_FULL") != "" {
+		rounds, sizes = 3, []int{100_000, 1_000_000}
+	}
 	ims := []stores.Impl{{Name: "inline-prototype", New: newProto}}
 	for _, im := range stores.All() {
 		if im.Name == "keyed.Window" || im.Name == "sethvargo" {
 			ims = append(ims, im)
 		}
 	}
-	for range 3 {
-		for _, n := range []int{100_000, 1_000_000} {
+	for range rounds {
+		for _, n := range sizes {
 			for _, order := range []string{"random", "random-copies"} {
 				for _, im := range ims {
 					b.Run(fmt.Sprintf("keys=%d/order=%s/impl=%s", n, order, im.Name), func(b *testing.B) {
