@@ -542,3 +542,28 @@ func resetSeconds(at, now time.Time) int64 {
 	}
 	return 0
 }
+
+// The legacy fields describe the rule with the least remaining even when it
+// is not the first rule, with that rule's own limit.
+func TestFieldsLegacyTightestIsNotFirst(t *testing.T) {
+	m, err := multi.New(multi.Rule{Limit: 5, Window: time.Minute}, multi.Rule{Limit: 2, Window: time.Second})
+	require.NoError(t, err)
+	h, c := newMW(t, httplimit.Multi(m), httplimit.Legacy(httplimit.ResetSeconds))
+	w := get(h, c, 0)
+	require.Equal(t, 200, w.Code)
+	// minute has 4 left, second 1: the legacy fields describe the second rule.
+	assert.Equal(t, "2", w.Header().Get("X-RateLimit-Limit"))
+	assert.Equal(t, "1", w.Header().Get("X-RateLimit-Remaining"))
+	assert.Equal(t, "1", w.Header().Get("X-RateLimit-Reset"))
+}
+
+// Equal remaining: the legacy fields describe the rule that resets last.
+func TestFieldsLegacyTieLatestReset(t *testing.T) {
+	m, err := multi.New(multi.Rule{Limit: 2, Window: time.Second}, multi.Rule{Limit: 2, Window: time.Minute})
+	require.NoError(t, err)
+	h, c := newMW(t, httplimit.Multi(m), httplimit.Legacy(httplimit.ResetSeconds))
+	w := get(h, c, 0)
+	require.Equal(t, 200, w.Code)
+	assert.Equal(t, "1", w.Header().Get("X-RateLimit-Remaining"))
+	assert.Equal(t, "60", w.Header().Get("X-RateLimit-Reset"), "both have 1 left: the minute rule, which resets last")
+}

@@ -382,3 +382,27 @@ func TestJoinKeys(t *testing.T) {
 	_, err = httplimit.JoinKeys(constant("a"), nil)(r)
 	require.ErrorContains(t, err, "nil")
 }
+
+// Hops with a malformed port are not addresses: the walk fails.
+func TestProxyResolverMalformedPorts(t *testing.T) {
+	p := resolver(t, httplimit.XForwardedFor, "10.0.0.1/32")
+	xff := "X-Forwarded-For"
+	runResolve(t, p, []resolveCase{
+		{"port of five digits", "10.0.0.1:1", []string{xff, "203.0.113.9:65535"}, "203.0.113.9"},
+		{"port of six digits", "10.0.0.1:1", []string{xff, "203.0.113.9:123456"}, ""},
+		{"bracketed, port of six digits", "10.0.0.1:1", []string{xff, "[2001:db8::5]:123456"}, ""},
+		{"bracketed, empty port", "10.0.0.1:1", []string{xff, "[2001:db8::5]:"}, ""},
+		{"bracketed, port not digits", "10.0.0.1:1", []string{xff, "[2001:db8::5]:http"}, ""},
+	})
+}
+
+// A trusted prefix written as IPv4-mapped IPv6 trusts the IPv4 addresses it
+// maps (peers are unmapped before they are compared).
+func TestProxyResolverMappedTrustedPrefix(t *testing.T) {
+	p := resolver(t, httplimit.XForwardedFor, "::ffff:10.0.0.0/104")
+	runResolve(t, p, []resolveCase{
+		{"IPv4 peer inside the mapped prefix", "10.0.0.1:1", []string{"X-Forwarded-For", "203.0.113.9"}, "203.0.113.9"},
+		{"mapped peer inside the mapped prefix", "[::ffff:10.0.0.1]:1", []string{"X-Forwarded-For", "203.0.113.9"}, "203.0.113.9"},
+		{"IPv4 peer outside", "11.0.0.1:1", []string{"X-Forwarded-For", "203.0.113.9"}, "11.0.0.1"},
+	})
+}
