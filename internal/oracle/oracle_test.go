@@ -349,3 +349,36 @@ func TestTwoCounterAdvanceCloneKey(t *testing.T) {
 	assert.Equal(t, []int{1<<20 - 1 - 1000}, big.RemainingAt(500), "the binary search over costs")
 	assert.Equal(t, 1<<20-1-500, big.TokensAt(1500), "1000*(1000-500) + n*1000 <= limit*1000")
 }
+
+// TestTwoCounterIdleAfterAdvance: after an Advance into an empty window, the
+// model keeps that window's grid, so it is not idle (a new model anchors at
+// its first admission) until two windows have passed since that window's
+// start; from then on it decides as a new model.
+func TestTwoCounterIdleAfterAdvance(t *testing.T) {
+	r := Rule{Limit: 2, Window: 1000}
+	m := NewTwoCounter(StaleToStart, AnchorIdle, r)
+	m.Advance(0)
+	for _, at := range []int64{0, 999, 1999} {
+		if m.IdleAt(at) {
+			t.Errorf("IdleAt(%d) = true within two windows of the advanced window's start", at)
+		}
+	}
+	if !m.IdleAt(2000) {
+		t.Error("IdleAt(2000) = false, two windows after the advanced window's start")
+	}
+	// Where IdleAt(0) said true before the fix, the advanced model and a new
+	// one decide differently.
+	fresh := NewTwoCounter(StaleToStart, AnchorIdle, r)
+	diff := false
+	for _, c := range []struct {
+		at int64
+		n  int
+	}{{999, 2}, {1500, 1}} {
+		if m.AllowN(c.at, c.n) != fresh.AllowN(c.at, c.n) {
+			diff = true
+		}
+	}
+	if !diff {
+		t.Error("the advanced model and a new one decided alike: the case no longer shows why IdleAt must be false")
+	}
+}

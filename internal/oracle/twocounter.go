@@ -323,9 +323,12 @@ func (m *TwoCounter) ReadyAt(now int64, n int) (int64, bool) {
 	return hi, true
 }
 
-// IdleAt reports whether every rule's counters are zero at now, and now is
-// not before an instant later calls would be clamped to: then every call at
-// an instant >= now is decided as by a new model.
+// IdleAt reports whether every call at an instant >= now is decided as by a
+// new model: now is not before an instant later calls would be clamped to,
+// and every rule's counters are zero at now, and, with AnchorIdle, two
+// windows have passed since the start of the rule's current window (an
+// Advance can leave an empty current window whose grid a new model would
+// not follow: docs/window.md's "IdleAt iff now >= start + 2W").
 func (m *TwoCounter) IdleAt(now int64) bool {
 	if !m.admitted {
 		return true
@@ -334,8 +337,12 @@ func (m *TwoCounter) IdleAt(now int64) bool {
 	if m.stale == StaleToLatest && t < m.latest || m.stale == StaleToSeen && t < m.lastSeen {
 		return false
 	}
-	for i := range m.rules {
-		if c := m.view(i, m.clampRule(i, now)); c.prev != 0 || c.curr != 0 {
+	for i, r := range m.rules {
+		ti := m.clampRule(i, now)
+		if c := m.view(i, ti); c.prev != 0 || c.curr != 0 {
+			return false
+		}
+		if m.anchoring == AnchorIdle && uint64(ti-m.state[i].start) < 2*uint64(r.Window) {
 			return false
 		}
 	}
