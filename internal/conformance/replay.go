@@ -219,7 +219,11 @@ func (s *suite) readyAt(t *testing.T) {
 
 // idleAt checks that IdleAt is true after a gap of two windows beyond every
 // instant used, and that once IdleAt(x) is true the limiter decides every
-// call at an instant >= x as a new limiter does.
+// call at an instant >= x as a new limiter does. It checks that from the
+// first x at which IdleAt turns true (found by bisection), where an IdleAt
+// that turns true too early (which would let keyed evict a key that still
+// counts) decides differently from a new limiter: first a call of the whole
+// limit at x itself.
 func (s *suite) idleAt(t *testing.T) {
 	if _, ok := s.newLimiter(t, 1, 1).(Idler); !ok {
 		t.Skip("the type does not implement IdleAt")
@@ -234,10 +238,23 @@ func (s *suite) idleAt(t *testing.T) {
 				l.AllowN(t0.Add(time.Duration(c.off)), c.n)
 				hi = max(hi, c.off)
 			}
+			idle := func(x int64) bool { return l.(Idler).IdleAt(t0.Add(time.Duration(x))) }
 			x := hi + 2*int64(tr.cfg.maxWindow()) + tr.rng.Int64N(3)
 			where := fmt.Sprintf("%v round %d", tr, round)
-			require.Truef(t, l.(Idler).IdleAt(t0.Add(time.Duration(x))), "%s: IdleAt(t0%+dns), two windows after every instant used", where, x)
+			require.Truef(t, idle(x), "%s: IdleAt(t0%+dns), two windows after every instant used", where, x)
+			if lo := hi; idle(lo) {
+				x = lo
+			} else {
+				for x-lo > 1 { // IdleAt(lo) false, IdleAt(x) true
+					if mid := lo + (x-lo)/2; idle(mid) {
+						x = mid
+					} else {
+						lo = mid
+					}
+				}
+			}
 			fresh := s.newSet(t, tr.cfg)
+			sameAnswers(t, l, fresh, t0, t0.Add(time.Duration(x)), tr.cfg.minLimit(), fmt.Sprintf("%s: at the first instant IdleAt is true, t0%+dns", where, x))
 			for i, c := range tr.cfg.calls(tr.rng, 20) {
 				c.off = x + max(c.off, 0)
 				now := t0.Add(time.Duration(c.off))
