@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"reflect"
 	"strconv"
@@ -121,6 +122,21 @@ func (s *suite) edges(t *testing.T) {
 		if round == 0 {
 			require.True(t, l.AllowN(t0, limit), "AllowN(t0, limit) on a new limiter")
 		}
+	}
+	// At an instant where the limiter is idle the edge calls must not start
+	// anything either (a window anchored there, say): afterwards it answers
+	// as a twin that got only the admission above.
+	twin := s.newLimiter(t, limit, w)
+	require.True(t, twin.AllowN(t0, limit), "AllowN(t0, limit) on a new twin")
+	t1 := t0.Add(5 * w)
+	for _, n := range []int{0, -1, math.MinInt, limit + 1, math.MaxInt} {
+		l.AllowN(t1, n)
+		l.ReadyAt(t1, n)
+	}
+	l.TokensAt(t1)
+	for i, d := range []time.Duration{w / 2, w + w/4, 2*w - 1, 2 * w, 3*w + w/2} {
+		n := []int{limit, 1, 1, limit, 1}[i]
+		sameAnswers(t, l, twin, t0, t1.Add(d), n, fmt.Sprintf("after the edge calls at an idle instant t1 = t0+5W, at t1%+v", d))
 	}
 }
 

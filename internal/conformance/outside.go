@@ -91,6 +91,7 @@ func (s *suite) outside(t *testing.T, seed uint64, rules []Rule, l Limiter) {
 	clk.Store(int64(time.Hour))
 
 	var stop atomic.Bool
+	var oversize atomic.Int64 // admissions of a cost above the limit
 	var qwg sync.WaitGroup
 	qwg.Add(1)
 	go func() {
@@ -108,13 +109,18 @@ func (s *suite) outside(t *testing.T, seed uint64, rules []Rule, l Limiter) {
 					id.IdleAt(inst(off))
 				}
 			case 3:
-				l.AllowN(inst(off), minLimit+1)
+				if l.AllowN(inst(off), minLimit+1) {
+					oversize.Add(1)
+				}
 			}
 		}
 	}()
 	defer func() {
 		stop.Store(true)
 		qwg.Wait()
+		if n := oversize.Load(); n != 0 {
+			t.Errorf("AllowN(now, %d), above the limit, admitted %d times", minLimit+1, n)
+		}
 	}()
 
 	var admitted []interval

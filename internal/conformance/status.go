@@ -246,13 +246,14 @@ func RunOutsideRules(t *testing.T, limits []int, keys, calls int, decide func() 
 		t.Run(fmt.Sprintf("procs=%d", procs), func(t *testing.T) {
 			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
 			d := decide()
+			seed := newSeed(t) // the interleaving is not replayed, the calls are
 			t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 			var clock, admitted, refused atomic.Int64
 			var bad atomic.Pointer[string]
 			var wg sync.WaitGroup
 			for g := range 6 {
 				wg.Go(func() {
-					r := rand.New(rand.NewPCG(uint64(g), rand.Uint64()))
+					r := newRand(seed, uint64(g))
 					var each []slidelimit.Status
 					for range calls {
 						c := clock.Add(1 + r.Int64N(8))
