@@ -26,6 +26,9 @@ func FuzzMultiApprox(f *testing.F) {
 		}
 		ref := oracle.NewTwoCounter(oracle.StaleToStart, oracle.AnchorIdle, oracleRules(rules)...)
 		replayMulti(t, rules, ops, l, ref)
+		// The bound on the model's stamps: replayMulti has checked every
+		// decision of the limiter against the model's, so this checks the
+		// model's arithmetic, and the limiter through it.
 		for i, r := range rules {
 			if m := oracle.MaxInWindow(ref.Stamps(i), int64(r.Window)); m > int64(2*r.Limit-1) {
 				t.Fatalf("rules %v: %d admitted in some window of %v, bound %d", rules, m, r.Window, 2*r.Limit-1)

@@ -270,6 +270,9 @@ func FuzzMulti(f *testing.F) {
 		}
 		ref := oracle.NewLog(oracleRules(rules)...)
 		replayMulti(t, rules, ops, l, ref)
+		// The bound on the model's stamps: replayMulti has checked every
+		// decision of the limiter against the model's, so this checks the
+		// model's arithmetic, and the limiter through it.
 		for _, r := range rules {
 			if m := oracle.MaxInWindow(ref.Stamps(), int64(r.Window)); m > int64(r.Limit) {
 				t.Fatalf("rules %v: %d admitted in some window of %v, limit %d", rules, m, r.Window, r.Limit)

@@ -25,7 +25,10 @@ var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 // sliding log (oracle.Log), and requires every AllowN, TokensAt, ReadyAt and IdleAt answer
 // to be equal, every other decision made with DecideStatus to report what the
 // oracle's queries around it answer, and the admitted cost in every window of
-// the run, over any alignment, to be at most the limit.
+// the run, over any alignment, to be at most the limit (counted on the
+// oracle's stamps: the limiter's decisions equal the oracle's call by call,
+// so this bounds the limiter's admissions through the model; a wrong model
+// fails it, a limiter that differs from the model fails the calls before).
 func FuzzRing(f *testing.F) {
 	// Seeds: the shapes of the table tests in ring/.
 	f.Add([]byte{2, 5, 0, 0, 0, 0, 0, 0, 0, 0, 8, 0, 9, 0})                  // fill, full, edges at exactly W
