@@ -69,6 +69,9 @@ type waiter[K comparable] struct {
 	d   decider[K]
 	key K
 	err error
+	// again is set when ReadyAt last answered "never" after a refusal
+	// without an error: see ReadyAt.
+	again bool
 }
 
 func (w *waiter[K]) AllowN(now time.Time, n int) bool {
@@ -83,5 +86,15 @@ func (w *waiter[K]) ReadyAt(now time.Time, n int) (time.Time, bool) {
 	if w.err != nil {
 		return time.Time{}, false
 	}
-	return w.d.ReadyAt(w.key, now, n)
+	at, ok := w.d.ReadyAt(w.key, now, n)
+	if !ok && !w.again {
+		// AllowN refused with no error, so n was within the key's limits;
+		// ReadyAt found no limiter to ask when the key was removed in
+		// between and the store had no room for it anew (ErrFull, not
+		// "never"). Decide once more, at once, so that AllowN reports why.
+		w.again = true
+		return now, true
+	}
+	w.again = false
+	return at, ok
 }
