@@ -17,6 +17,7 @@ import (
 
 	"github.com/slidelimit/slidelimit/internal/oracle"
 	"github.com/slidelimit/slidelimit/redis"
+	"github.com/slidelimit/slidelimit/redis/internal/redistest"
 )
 
 // TestLogExpiryServerClock: on the server's clock, in real time with windows
@@ -507,4 +508,53 @@ func TestLogExpiryFromStamp(t *testing.T) {
 	_, e := keyState(t, gc, mustKey(t, l, "k"))
 	require.GreaterOrEqual(t, e, ahead.Add(rule.Window).UnixMilli(),
 		"the key must live until its newest stamp has left the window; it expires %v before", ahead.Add(rule.Window).Sub(time.UnixMilli(e)))
+}
+
+// TestRefusalWritesNothingCallerClock: on the caller's instants, a refused
+// call (AllowN or CheckN) leaves a key exactly as it was, its bytes and its
+// expiry, even when that TTL is below what an admission would restore
+// ("a refused call runs no write command"). TestExpiry refuses only while
+// the TTL is long, where the log's refresh rule (PTTL below ttl) would leave
+// it alone anyway; TestExpiryHorizonServerClock covers the server's clock.
+func TestRefusalWritesNothingCallerClock(t *testing.T) {
+	s, gc, c := standalone(t)
+	o := redis.Options{Timeout: 10 * time.Second}
+	for _, kind := range []string{"log", "window", "buckets"} {
+		t.Run(kind, func(t *testing.T) {
+			o.Prefix = "rwn-" + kind
+			var l *redis.Limiter
+			var err error
+			switch kind {
+			case "log":
+				l, err = redis.NewLog(c, o, redis.Rule{Limit: 1, Window: time.Minute})
+			case "window":
+				l, err = redis.NewWindow(c, o, redis.Rule{Limit: 1, Window: time.Minute})
+			default:
+				l, err = redis.NewBuckets(c, o, redis.Rule{Limit: 1, Window: time.Minute, Precision: time.Second})
+			}
+			require.NoError(t, err)
+			now := at(epoch)
+			d, err := l.AllowN(t.Context(), "k", now, 1)
+			require.NoError(t, err)
+			require.True(t, d.Allowed)
+			rk := mustKey(t, l, "k")
+			// A TTL far below the window, so that a refusal that
+			// refreshed it would show.
+			_, err = redistest.Do(s.Addr(), "PEXPIRE", rk, "30000")
+			require.NoError(t, err)
+			v0, e0 := keyState(t, gc, rk)
+			for i := range 3 {
+				now = now.Add(time.Second)
+				d, err = l.AllowN(t.Context(), "k", now, 1)
+				require.NoError(t, err)
+				require.False(t, d.Allowed, "call %d", i)
+				d, err = l.CheckN(t.Context(), "k", now, 1)
+				require.NoError(t, err)
+				require.False(t, d.Allowed, "check %d", i)
+				v, e := keyState(t, gc, rk)
+				require.True(t, v == v0, "call %d: a refusal changed the value (%d bytes)", i, len(v))
+				require.Equal(t, e0, e, "call %d: a refusal changed the expiry", i)
+			}
+		})
+	}
 }

@@ -505,3 +505,39 @@ func (o *bucketOracle) remaining(t int64) []int {
 	}
 	return rem
 }
+
+// TestGroupKeyTTLs: in a Group each key gets its own limiter's TTL, not the
+// first limiter's: a log key lives at least its own longest window after an
+// admission (docs: "Every key outlives each admission by at least ttl").
+func TestGroupKeyTTLs(t *testing.T) {
+	s, _, c := standalone(t)
+	pttl := func(l *redis.Limiter, key string) int {
+		out, err := redistest.Do(s.Addr(), "PTTL", mustKey(t, l, key))
+		require.NoError(t, err)
+		v, err := strconv.Atoi(out)
+		require.NoError(t, err)
+		return v
+	}
+	short, err := redis.NewLog(c, redis.Options{Prefix: "gttl-s"}, redis.Rule{Limit: 5, Window: time.Second})
+	require.NoError(t, err)
+	long, err := redis.NewLog(c, redis.Options{Prefix: "gttl-l"}, redis.Rule{Limit: 5, Window: 10 * time.Second})
+	require.NoError(t, err)
+	for _, order := range [][]*redis.Limiter{{short, long}, {long, short}} {
+		g, err := redis.NewGroup(order...)
+		require.NoError(t, err)
+		keys := []string{"{t}a", "{t}b"}
+		for _, l := range order {
+			_, err := redistest.Do(s.Addr(), "DEL", mustKey(t, l, "{t}a"), mustKey(t, l, "{t}b"))
+			require.NoError(t, err)
+		}
+		d, err := g.AllowN(t.Context(), keys, at(epoch), 1)
+		require.NoError(t, err)
+		require.True(t, d.Allowed)
+		for i, l := range order {
+			w := int(l.Rules()[0].Window / time.Millisecond)
+			got := pttl(l, keys[i])
+			require.GreaterOrEqual(t, got, w, "key %d (window %d ms) has a TTL of %d ms", i, w, got)
+			require.LessOrEqual(t, got, 2*w+10, "key %d (window %d ms) has a TTL of %d ms", i, w, got)
+		}
+	}
+}
