@@ -543,27 +543,27 @@ func resetSeconds(at, now time.Time) int64 {
 	return 0
 }
 
-// The legacy fields describe the rule with the least remaining even when it
-// is not the first rule, with that rule's own limit.
-func TestFieldsLegacyTightestIsNotFirst(t *testing.T) {
-	m, err := multi.New(multi.Rule{Limit: 5, Window: time.Minute}, multi.Rule{Limit: 2, Window: time.Second})
-	require.NoError(t, err)
-	h, c := newMW(t, httplimit.Multi(m), httplimit.Legacy(httplimit.ResetSeconds))
-	w := get(h, c, 0)
-	require.Equal(t, 200, w.Code)
-	// minute has 4 left, second 1: the legacy fields describe the second rule.
-	assert.Equal(t, "2", w.Header().Get("X-RateLimit-Limit"))
-	assert.Equal(t, "1", w.Header().Get("X-RateLimit-Remaining"))
-	assert.Equal(t, "1", w.Header().Get("X-RateLimit-Reset"))
-}
-
-// Equal remaining: the legacy fields describe the rule that resets last.
-func TestFieldsLegacyTieLatestReset(t *testing.T) {
-	m, err := multi.New(multi.Rule{Limit: 2, Window: time.Second}, multi.Rule{Limit: 2, Window: time.Minute})
-	require.NoError(t, err)
-	h, c := newMW(t, httplimit.Multi(m), httplimit.Legacy(httplimit.ResetSeconds))
-	w := get(h, c, 0)
-	require.Equal(t, 200, w.Code)
-	assert.Equal(t, "1", w.Header().Get("X-RateLimit-Remaining"))
-	assert.Equal(t, "60", w.Header().Get("X-RateLimit-Reset"), "both have 1 left: the minute rule, which resets last")
+// TestFieldsLegacyTightest: the legacy fields describe the rule with the
+// least remaining, with that rule's own limit, even when it is not the first;
+// of rules with equal remaining, the one that resets last.
+func TestFieldsLegacyTightest(t *testing.T) {
+	for _, tc := range []struct {
+		name                  string
+		rules                 []multi.Rule
+		limit, remain, resets string
+	}{
+		// The minute has 4 left, the second 1.
+		{"tightest second", []multi.Rule{{Limit: 5, Window: time.Minute}, {Limit: 2, Window: time.Second}}, "2", "1", "1"},
+		// Both have 1 left: the minute resets last.
+		{"tie", []multi.Rule{{Limit: 2, Window: time.Second}, {Limit: 2, Window: time.Minute}}, "2", "1", "60"},
+	} {
+		m, err := multi.New(tc.rules...)
+		require.NoError(t, err)
+		h, c := newMW(t, httplimit.Multi(m), httplimit.Legacy(httplimit.ResetSeconds))
+		w := get(h, c, 0)
+		require.Equal(t, 200, w.Code, tc.name)
+		assert.Equal(t, tc.limit, w.Header().Get("X-RateLimit-Limit"), tc.name)
+		assert.Equal(t, tc.remain, w.Header().Get("X-RateLimit-Remaining"), tc.name)
+		assert.Equal(t, tc.resets, w.Header().Get("X-RateLimit-Reset"), tc.name)
+	}
 }
