@@ -38,11 +38,33 @@ type keyedFixture struct {
 // of the same benchmark (-count): filling a million keys takes a second or
 // more. compare.sh runs each 1M-key fixture in its own process so that only
 // one big heap is alive while it is measured.
+//
+// Every fixture of n keys is filled with the same strings (clientKeys), the
+// ones the sequences hold: a sequence is cached per n and order, so a store
+// filled with strings of its own would be handed equal strings that are not
+// its own, and a store that keeps the caller's string would read its stored
+// bytes on every call (the random-copies case) where the order promises a
+// pointer check. Until 2026-11-25 only the first store of a process got its
+// own strings.
 var (
 	fixturesMu sync.Mutex
 	fixtures   = map[string]*keyedFixture{}
 	sequences  = map[string][]string{}
+	keySets    = map[int][]string{}
 )
+
+// clientKeys returns the n keys every fixture of n keys is filled with.
+// fixturesMu must be held.
+func clientKeys(n int) ([]string, error) {
+	if keys, ok := keySets[n]; ok {
+		return keys, nil
+	}
+	keys, err := stores.ClientKeys(n)
+	if err == nil {
+		keySets[n] = keys
+	}
+	return keys, err
+}
 
 // keyedPaths: mixed is 100 per second for each key, every key present (the
 // fraction admitted depends on how often each key comes round: mostly refused
@@ -56,7 +78,7 @@ func keyedFixtureFor(im stores.Impl, n int, path string) (*keyedFixture, error) 
 	if f, ok := fixtures[id]; ok {
 		return f, nil
 	}
-	keys, err := stores.ClientKeys(n)
+	keys, err := clientKeys(n)
 	if err != nil {
 		return nil, err
 	}

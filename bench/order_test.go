@@ -109,3 +109,35 @@ func TestCutCopies(t *testing.T) {
 		}
 	}
 }
+
+// TestSequencesHoldEveryStoresKeys: every store's fixture of n keys holds the
+// very strings the sequences hand it (the same pointers, not equal copies),
+// whichever store asked for the sequence first, so that "random" and "zipf"
+// measure the case where the caller passes the key the store was given, and
+// only "random-copies" the case where it does not.
+func TestSequencesHoldEveryStoresKeys(t *testing.T) {
+	const n = 1000
+	for _, order := range []string{"random", orderCopies} {
+		for _, im := range stores.All() {
+			f, err := keyedFixtureFor(im, n, "mixed")
+			require.NoError(t, err)
+			own := make(map[*byte]bool, n)
+			for _, k := range f.keys {
+				own[unsafe.StringData(k)] = true
+			}
+			seq, err := keySequence(f, n, order)
+			require.NoError(t, err)
+			shared := 0
+			for _, k := range seq {
+				if own[unsafe.StringData(k)] {
+					shared++
+				}
+			}
+			if order == orderCopies {
+				require.Zero(t, shared, "%s, %s: sequence strings that are the store's own", im.Name, order)
+			} else {
+				require.Equal(t, len(seq), shared, "%s, %s: sequence strings that are the store's own", im.Name, order)
+			}
+		}
+	}
+}
