@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -43,4 +44,39 @@ func TestTargetsJudgeTheRightColumns(t *testing.T) {
 	require.Contains(t, out, "| 2 | none | wall ring / mutexlog | 0.50x (50 / 100 ns) | <= 1.0x | met |")
 	require.Contains(t, out, "| 2 | 2 busy | p99 ring / mutexlog | 0.67x (100 / 150 ns) | <= 0.5x | not met |")
 	require.Equal(t, 2, strings.Count(out, "ring / mutexlog"))
+}
+
+// TestRunOpenCountsTheBacklog checks the open loop: every call is timed from
+// its intended start, so a call that stalls delays the calls scheduled
+// behind it, and each of those reports the time it waited.
+func TestRunOpenCountsTheBacklog(t *testing.T) {
+	const calls, period = 200, int64(10 * time.Microsecond)
+	stall := 20 * time.Millisecond
+	var n [2]int
+	call := func(w int) func() bool {
+		return func() bool {
+			if n[w]++; w == 0 && n[w] == 50 {
+				time.Sleep(stall) // call 49 of worker 0 stalls
+			}
+			return true
+		}
+	}
+	lat, wall, admitted := runOpen(call, 2, calls, period)
+	require.Len(t, lat, 2*calls)
+	require.Equal(t, int64(2*calls), admitted)
+	require.GreaterOrEqual(t, wall, int64(stall))
+	w0 := lat[:calls]
+	require.GreaterOrEqual(t, w0[49], int64(stall), "the stalled call")
+	// The calls scheduled during the stall started late, each by what was
+	// left of it: the first of them by nearly the whole stall.
+	require.GreaterOrEqual(t, w0[50], int64(stall)-2*period)
+	late := 0
+	for _, l := range w0 {
+		if l >= int64(stall)/2 {
+			late++
+		}
+	}
+	// The 150 calls after it are scheduled over 1.5 ms, far less than the
+	// stall: every one of them is delayed by more than half of it.
+	require.Equal(t, calls-49, late, "calls delayed by at least half the stall")
 }

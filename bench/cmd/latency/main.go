@@ -22,6 +22,18 @@
 // whole run divided by the calls of every goroutine, what RunParallel
 // reports as ns/op) is given beside the percentiles.
 //
+// Open loop (-period P): the closed loop above under-reports stalls. A
+// goroutine descheduled for a millisecond delays the one call it is in (and
+// that call is timed only one time in k), while the calls it would have made
+// meanwhile are never made (coordinated omission). With -period, each
+// goroutine instead follows a schedule, call i intended to start at start +
+// i*P: it spins until that instant (or starts at once when behind), and a
+// call's latency is its end minus its intended start, so time the goroutine
+// spent stalled, on its own or behind a lock held by a goroutine that was
+// descheduled, counts in every call it delayed. Every call is timed. The
+// period must leave room on a quiet machine (the "none" row and wall ns/call
+// show how much), or every call reports the backlog.
+//
 // The background load (-load N) is a child process, this command re-executed
 // with -burn N, running N goroutines that spin on arithmetic. The harness
 // kills it when the measurement ends, when it fails, and on SIGINT or SIGTERM;
@@ -63,6 +75,9 @@ type Result struct {
 	P999       float64 `json:"p999"`
 	Max        float64 `json:"max"` // over every run
 	Admitted   float64 `json:"admitted"`
+	// PeriodNs is the open-loop schedule's period per goroutine (0: closed
+	// loop, one call in k timed).
+	PeriodNs int64 `json:"period_ns,omitempty"`
 }
 
 var base = time.Now()
@@ -73,7 +88,8 @@ func main() {
 	gs := flag.String("g", "2,8", "comma-separated goroutine counts (GOMAXPROCS is set to each)")
 	loads := flag.String("load", "0,2", "comma-separated background loads: busy goroutines in a child process (0: quiet)")
 	total := flag.Int("calls", 1<<20, "calls per run, over all goroutines")
-	every := flag.Int("every", 8, "time every k-th call of each goroutine")
+	every := flag.Int("every", 8, "time every k-th call of each goroutine (closed loop)")
+	period := flag.Duration("period", 0, "open loop: each goroutine starts call i at start + i*period, and a call's latency runs from that instant (0: closed loop)")
 	runs := flag.Int("runs", 3, "runs of each contender (interleaved)")
 	keys := flag.Int("keys", 100_000, "keys in each keyed store")
 	only := flag.String("only", "", "regexp: measure only the contenders it matches")
@@ -112,8 +128,11 @@ func main() {
 	if err != nil {
 		fail(fmt.Errorf("-load: %w", err))
 	}
-	if *total <= 0 || *every <= 0 || *runs <= 0 || *keys <= 0 {
-		fail(fmt.Errorf("-calls, -every, -runs and -keys must be positive"))
+	if *total <= 0 || *every <= 0 || *runs <= 0 || *keys <= 0 || *period < 0 {
+		fail(fmt.Errorf("-calls, -every, -runs and -keys must be positive, -period not negative"))
+	}
+	if *period > 0 {
+		*every = 1
 	}
 	re, err := regexp.Compile(*only)
 	if err != nil {
@@ -141,8 +160,13 @@ func main() {
 		os.Exit(130)
 	}()
 
-	fmt.Fprintf(os.Stderr, "latency: %s, %d CPUs, %d calls per run, one call in %d timed, %d runs\n",
-		runtime.Version(), runtime.NumCPU(), *total, *every, *runs)
+	if *period > 0 {
+		fmt.Fprintf(os.Stderr, "latency: %s, %d CPUs, %d calls per run, open loop: one call per %v per goroutine, every call timed from its intended start, %d runs\n",
+			runtime.Version(), runtime.NumCPU(), *total, *period, *runs)
+	} else {
+		fmt.Fprintf(os.Stderr, "latency: %s, %d CPUs, %d calls per run, one call in %d timed, %d runs\n",
+			runtime.Version(), runtime.NumCPU(), *total, *every, *runs)
+	}
 	var results []Result
 	for _, load := range loadList {
 		if load > 0 {
@@ -153,7 +177,7 @@ func main() {
 		}
 		for _, g := range gList {
 			fmt.Fprintf(os.Stderr, "latency: %d goroutines, background load %d: measuring %d contenders\n", g, load, len(cs))
-			rs, err := measureAll(cs, g, load, *total, *every, *runs)
+			rs, err := measureAll(cs, g, load, *total, *every, *runs, *period)
 			if err != nil {
 				fail(err)
 			}
@@ -196,7 +220,7 @@ func ints(s string) ([]int, error) {
 
 // measureAll runs every contender runs times, interleaved (each run visits
 // every contender once), at g goroutines.
-func measureAll(cs []contender, g, load, total, every, runs int) ([]Result, error) {
+func measureAll(cs []contender, g, load, total, every, runs int, period time.Duration) ([]Result, error) {
 	old := runtime.GOMAXPROCS(g)
 	defer runtime.GOMAXPROCS(old)
 	type acc struct {
@@ -213,7 +237,13 @@ func measureAll(cs []contender, g, load, total, every, runs int) ([]Result, erro
 				return nil, fmt.Errorf("%s: %w", c.name, err)
 			}
 			runtime.GC()
-			lat, wall, admitted := runOnce(call, g, total/g, every)
+			var lat []int64
+			var wall, admitted int64
+			if period > 0 {
+				lat, wall, admitted = runOpen(call, g, total/g, int64(period))
+			} else {
+				lat, wall, admitted = runOnce(call, g, total/g, every)
+			}
 			slices.Sort(lat)
 			a := &accs[i]
 			a.wall = append(a.wall, float64(wall)/float64(g*(total/g)))
@@ -232,7 +262,7 @@ func measureAll(cs []contender, g, load, total, every, runs int) ([]Result, erro
 		a := accs[i]
 		r := Result{Impl: c.name, Kind: c.kind, Goroutines: g, Load: load, Runs: runs, Samples: a.samples,
 			WallNs: median(a.wall), P50: median(a.p50), P90: median(a.p90), P99: median(a.p99), P999: median(a.p999),
-			Max: a.max, Admitted: float64(a.admitted) / float64(a.calls)}
+			Max: a.max, Admitted: float64(a.admitted) / float64(a.calls), PeriodNs: int64(period)}
 		if c.kind == "single" && c.name != "none" && r.Admitted < 0.9 {
 			return nil, fmt.Errorf("%s: admitted only %.1f%% of the calls on the admit path", c.name, 100*r.Admitted)
 		}
@@ -281,6 +311,55 @@ func runOnce(call func(worker int) func() bool, g, calls, every int) ([]int64, i
 	}
 	ready.Wait()
 	t0 := nanotime()
+	close(start)
+	done.Wait()
+	wall := nanotime() - t0
+	var all []int64
+	for _, l := range per {
+		all = append(all, l...)
+	}
+	return all, wall, admitted.Load()
+}
+
+// runOpen starts g goroutines that each make calls calls on a schedule, call
+// i intended at the common start plus i*period (spinning until then, or
+// starting at once when behind), and returns every call's latency from its
+// intended start to its end, the wall time and the number admitted.
+func runOpen(call func(worker int) func() bool, g, calls int, period int64) ([]int64, int64, int64) {
+	per := make([][]int64, g)
+	fns := make([]func() bool, g)
+	for w := range g {
+		per[w] = make([]int64, calls)
+		fns[w] = call(w)
+	}
+	var ready, done sync.WaitGroup
+	var admitted atomic.Int64
+	var t0 int64
+	start := make(chan struct{})
+	ready.Add(g)
+	done.Add(g)
+	for w := range g {
+		go func() {
+			defer done.Done()
+			f, lat := fns[w], per[w]
+			var a int64
+			ready.Done()
+			<-start
+			due := t0
+			for i := range calls {
+				for nanotime() < due {
+				}
+				if f() {
+					a++
+				}
+				lat[i] = nanotime() - due
+				due += period
+			}
+			admitted.Add(a)
+		}()
+	}
+	ready.Wait()
+	t0 = nanotime() + int64(time.Millisecond) // every goroutine is waiting on start by then
 	close(start)
 	done.Wait()
 	wall := nanotime() - t0
