@@ -27,10 +27,12 @@ type script struct {
 // with two.
 //
 // int formats a whole number for a command that takes an integer (an expiry):
-// Redis 7.2.0 to 7.2.4 send a Lua number n*10^8 to a command as "1e+08",
-// which PX, PXAT, PEXPIRE and PEXPIREAT refuse (fixed in 7.2.5), so the
-// scripts never pass those commands a bare number. %d is exact below 2^53.
-const luaArgs = `local function int(x) return string.format('%d', x) end
+// Redis 7.2.0 to 7.2.4 send a Lua number that is a multiple of 10^8 to a
+// command in exponent form ("1e+08", "2e+08"), which PX, PXAT, PEXPIRE and
+// PEXPIREAT refuse (fixed in 7.2.5), so the scripts never pass those commands
+// a bare number. '%.0f' is exact below 2^53 and never uses an exponent ('%d'
+// goes through a C long, 32 bits on some builds).
+const luaArgs = `local function int(x) return string.format('%.0f', x) end
 local now = ARGV[1] + 0
 local n = ARGV[2] + 0
 local dry = n < 0

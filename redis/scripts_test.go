@@ -8,9 +8,10 @@ import (
 
 // TestExpiryArgumentsFormatted: every expiry a script passes to Redis (SET
 // ... PX/PXAT, PEXPIRE, PEXPIREAT) goes through int, never as a bare Lua
-// number. Redis 7.2.0 to 7.2.4 format a number n*10^8 as "1e+08", which those
-// commands refuse: a decision whose expiry fell on such a number failed. The
-// servers the tests start format it correctly, so this reads the sources.
+// number. Redis 7.2.0 to 7.2.4 format a multiple of 10^8 in exponent form
+// ("1e+08"), which those commands refuse: a decision whose expiry fell on
+// such a number failed. The servers the tests start format it correctly, so
+// this reads the sources.
 func TestExpiryArgumentsFormatted(t *testing.T) {
 	call := regexp.MustCompile(`redis\.call\('(SET|PEXPIRE|PEXPIREAT)'.*\)`)
 	seen := 0
