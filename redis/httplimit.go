@@ -2,10 +2,12 @@ package redis
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/slidelimit/slidelimit/httplimit"
+	"github.com/slidelimit/slidelimit/keyed"
 )
 
 // HTTPLimiter adapts a Limiter to the HTTP middleware of package httplimit:
@@ -83,6 +85,8 @@ func (h *HTTPLimiter) decide(ctx context.Context, key string, now time.Time, cos
 	switch {
 	case d.Allowed:
 		hd.Allowed, hd.Reason = true, httplimit.Admitted
+	case d.ReadyAt.IsZero() && errors.Is(d.Err, keyed.ErrFull):
+		hd.Reason = httplimit.Full // the fallback had no room for the key
 	case d.ReadyAt.IsZero():
 		hd.Reason = httplimit.Never
 	case h.serverClock && !now.IsZero():

@@ -38,7 +38,9 @@ func TestNewErrors(t *testing.T) {
 		{"window 1ns", false, c, redis.Options{}, []redis.Rule{{Limit: 1, Window: time.Nanosecond}}, "got 1ns"},
 		{"window 1.5µs", true, c, redis.Options{}, []redis.Rule{{Limit: 1, Window: 1500 * time.Nanosecond}}, "got 1.5µs"},
 		{"window too long", true, c, redis.Options{}, []redis.Rule{{Limit: 1, Window: redis.MaxWindow + time.Microsecond}}, "window must be"},
-		{"prefix with brace", true, c, redis.Options{Prefix: "a{b"}, []redis.Rule{ok}, `redis: prefix must not contain braces, got "a{b"`},
+		{"prefix with brace", true, c, redis.Options{Prefix: "a{b"}, []redis.Rule{ok}, `redis: prefix must not contain braces or '=', got "a{b"`},
+		// "p:win:=u" + ":log:{t}" would be "p" + ":win:" + "=u:log:{t}".
+		{"prefix with =", true, c, redis.Options{Prefix: "p:win:=u"}, []redis.Rule{ok}, `redis: prefix must not contain braces or '=', got "p:win:=u"`},
 		{"negative MinTTL", false, c, redis.Options{MinTTL: -1}, []redis.Rule{ok}, "redis: MinTTL must be between 0 and"},
 		{"bad policy", true, c, redis.Options{OnError: 7}, []redis.Rule{ok}, "redis: OnError must be FailClosed, FailOpen or FallBack, got 7"},
 		{"fallback without rules", true, c, redis.Options{OnError: redis.FallBack}, []redis.Rule{ok}, "redis: fallback rules: between 1 and 16"},

@@ -96,17 +96,20 @@ const (
 	FromFallback
 )
 
-// Options configures a Limiter. The zero value is usable: prefix
-// DefaultPrefix, timeout DefaultTimeout, fail closed.
+// Options configures a Limiter. The zero value is usable: keys named after
+// DefaultPrefix and the rules, timeout DefaultTimeout, fail closed.
 type Options struct {
 	// Prefix names the limit: every key the limiter writes starts with it
 	// ("api:log:{key}"), and limiters of one kind with one Prefix share
 	// their keys, which is how the instances of a service share one limit.
 	// So two different limits need two prefixes, or their counts mix. It
-	// must not contain braces. Empty means a name made of DefaultPrefix and
-	// the rules ("slidelimit:log:1f0e9a3c:{key}"; see docs/redis.md): limits
-	// with different rules then never share keys, limits with the same
-	// rules always do, and a change of rules starts every key afresh.
+	// must not contain braces or "=". Empty means a name made of
+	// DefaultPrefix and the rules ("slidelimit:log:1f0e9a3c:{key}"; see
+	// docs/redis.md): limits with different rules then never share keys,
+	// limits with the same rules, in the same order, always do; a change of
+	// rules (or of their order) starts every key afresh. (Before 2026-11-25
+	// the empty Prefix meant "slidelimit" alone: Prefix "slidelimit" keeps
+	// reading keys written then.)
 	Prefix string
 	// Timeout bounds each decision (a context deadline; see NewGoRedis for
 	// when go-redis honours it on the socket). Zero means DefaultTimeout;
@@ -161,6 +164,9 @@ type Decision struct {
 	// Source says who decided.
 	Source Source
 	// Err is the Redis error a FailOpen or FallBack decision stood in for.
+	// A FallBack refusal of a key its in-process store had no room for
+	// also wraps keyed.ErrFull (ReadyAt is then zero: no instant can be
+	// named, but the store may have room later).
 	Err error
 }
 
@@ -188,7 +194,7 @@ type Limiter struct {
 	args    []any      // the script arguments of one key: its TTL (log: ttl ms; others: least TTL µs), then limit, window µs (buckets: limit, precision µs, buckets) per rule; a call on several keys adds the number of rules after the TTL
 	maxLim  int        // the largest limit of the rules
 	minLim  int        // the smallest: a larger cost never fits
-	keyBase string     // every Redis key starts with it: "prefix:kind:"
+	keyBase string     // every Redis key starts with it: "prefix:kind:" (or "slidelimit:kind:rules:")
 	timeout *deadlines // nil: no timeout
 	minTTL  int64      // µs
 	policy  Policy
@@ -263,8 +269,11 @@ func newLimiter(c Client, opts Options, rules []Rule, k kind) (*Limiter, error) 
 	if opts.MinTTL < 0 || opts.MinTTL > MaxWindow {
 		return nil, fmt.Errorf("redis: MinTTL must be between 0 and %v, got %v", MaxWindow, opts.MinTTL)
 	}
-	if strings.ContainsAny(opts.Prefix, "{}") {
-		return nil, fmt.Errorf("redis: prefix must not contain braces, got %q", opts.Prefix)
+	if strings.ContainsAny(opts.Prefix, "{}=") {
+		// Braces would end a key's hash tag; "=" could make one limit's
+		// key another's ("p:win:=u" + ":log:{t}" is "p" + ":win:" +
+		// "=u:log:{t}", the form of a user key with a tag of its own).
+		return nil, fmt.Errorf("redis: prefix must not contain braces or '=', got %q", opts.Prefix)
 	}
 	if opts.OnError > FallBack {
 		return nil, fmt.Errorf("redis: OnError must be FailClosed, FailOpen or FallBack, got %d", opts.OnError)
@@ -582,6 +591,15 @@ func decide(ctx context.Context, ls []*Limiter, keys []string, now time.Time, n 
 		}
 		return Decision{Allowed: true, At: at, ReadyAt: at, Source: FromFailOpen, Err: err}, nil
 	case FallBack:
+		if n > minLim {
+			// Never admitted, whatever Redis holds (as under FailOpen),
+			// whatever limit the fallback has.
+			at := now
+			if at.IsZero() {
+				at = time.Now()
+			}
+			return Decision{At: at, Source: FromFallback, Err: err}, nil
+		}
 		return fallback(ls, keys, now, n, dry, nrules, err), nil
 	default:
 		return Decision{Source: FromError}, err
@@ -625,16 +643,21 @@ func (l *Limiter) decision(r []int64, nrules int) (Decision, error) {
 // a key's room between them, and then the keys recorded before stay
 // recorded (the call is refused; the error is on the side of refusing). A
 // refusal's ReadyAt is when every key's fallback would admit the cost, zero
-// when one never would (the cost above its limit, or a new key while the
-// store is full).
+// when one never would (the cost above its limit) or when a new key found
+// the store full: then Err also wraps keyed.ErrFull, since room may come.
+// Remaining never exceeds the Redis rule's limit. The caller has refused a
+// cost above a Redis limit.
 func fallback(ls []*Limiter, keys []string, now time.Time, n int, dry bool, nrules int, err error) Decision {
 	if now.IsZero() {
 		now = time.Now()
 	}
 	d := Decision{At: now, Source: FromFallback, Err: err, Allowed: true}
 	var guessed uint32 // bit i: key i's check was a guess
+	full := false      // a key could not be decided: absent from a full store
 	if len(ls) == 1 && !dry {
-		d.Allowed, _ = ls[0].fb.Decide(keys[0], now, n)
+		var ferr error
+		d.Allowed, ferr = ls[0].fb.Decide(keys[0], now, n)
+		full = errors.Is(ferr, keyed.ErrFull)
 	} else {
 		for i, m := range ls {
 			at, ok := m.fb.ReadyAt(keys[i], now, n)
@@ -651,15 +674,27 @@ func fallback(ls []*Limiter, keys []string, now time.Time, n int, dry bool, nrul
 			for i, m := range ls {
 				if !m.fb.AllowN(keys[i], now, n) {
 					d.Allowed = false // a concurrent call took the room, or the store is full
+					full = guessed&(1<<i) != 0
 					break
 				}
 			}
 		}
 	}
 	d.ReadyAt = now
+	if full {
+		// Not "never": the store may have room later. ReadyAt stays
+		// zero (no instant can be named) and Err says why.
+		d.Err = fmt.Errorf("%w; fallback: %w", err, keyed.ErrFull)
+	}
 	if !d.Allowed {
 		d.ReadyAt = time.Time{}
 		for i, m := range ls {
+			if full {
+				break
+			}
+			if guessed&(1<<i) != 0 {
+				continue // a new key: it fits at now, when the store has room
+			}
 			at, ok := m.fb.ReadyAt(keys[i], now, n)
 			if !ok {
 				d.ReadyAt = time.Time{}
@@ -680,8 +715,10 @@ func fallback(ls []*Limiter, keys []string, now time.Time, n int, dry bool, nrul
 		if guessed&(1<<i) != 0 && dry {
 			rem = m.fbMin // as for a new key
 		}
-		for range m.rules {
-			d.Remaining = append(d.Remaining, rem)
+		for _, r := range m.rules {
+			// Never more than the Redis rule's own limit, which is
+			// what a client is told it is limited by.
+			d.Remaining = append(d.Remaining, min(rem, r.Limit))
 		}
 	}
 	return d

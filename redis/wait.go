@@ -2,11 +2,13 @@ package redis
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/slidelimit/slidelimit"
 	"github.com/slidelimit/slidelimit/internal/clock"
+	"github.com/slidelimit/slidelimit/keyed"
 )
 
 // ErrNeverReady is wrapped by the error WaitN returns, at once and having
@@ -27,9 +29,10 @@ func (l *Limiter) Wait(ctx context.Context, key string) error { return l.WaitN(c
 // server's clock, ctx is done, or it is clear that ctx's deadline falls
 // before n could be admitted. It returns nil on admission, the context's
 // error when ctx is done first, an error wrapping ErrNeverReady (n < 0, or n
-// above a limit) or ErrDeadline, at once, when waiting cannot succeed, and a
-// decision's error (a bad key; Redis failing under FailClosed) as AllowN
-// returns it. In every error case WaitN admitted nothing.
+// above a limit) or ErrDeadline, at once, when waiting cannot succeed, an
+// error wrapping keyed.ErrFull when under FallBack the fallback had no room
+// for the key, and a decision's error (a bad key; Redis failing under
+// FailClosed) as AllowN returns it. In every error case WaitN admitted nothing.
 //
 // Each round is one AllowN at the server's clock: when refused, WaitN sleeps
 // until the decision's ReadyAt (measured on the server's clock, from the
@@ -94,6 +97,11 @@ func waitN(ctx context.Context, n int, clk waitClock, decide func(context.Contex
 			return nil
 		}
 		if d.ReadyAt.IsZero() {
+			if errors.Is(d.Err, keyed.ErrFull) {
+				// The fallback's store has no room for the key: not
+				// "never", but nothing to wait for either.
+				return fmt.Errorf("redis: WaitN(n=%d): %w", n, d.Err)
+			}
 			return fmt.Errorf("redis: WaitN(n=%d): %w", n, ErrNeverReady)
 		}
 		wait := d.ReadyAt.Sub(d.At)

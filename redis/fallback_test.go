@@ -1,0 +1,129 @@
+package redis_test
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/slidelimit/slidelimit/httplimit"
+	"github.com/slidelimit/slidelimit/keyed"
+	"github.com/slidelimit/slidelimit/redis"
+)
+
+// downClient is a Client that fails every call while down is set, and
+// otherwise admits with a remaining count of 1 per rule: these tests are
+// about what the failure policy decides, not what Redis does.
+type downClient struct{ down atomic.Bool }
+
+var errDown = errors.New("dial tcp 127.0.0.1:6379: connect: connection refused")
+
+func (c *downClient) EvalSHA(_ context.Context, _ string, _ []string, args []any) ([]int64, error) {
+	if c.down.Load() {
+		return nil, errDown
+	}
+	now := time.Now().UnixMicro()
+	r := []int64{1, now, now}
+	for range (len(args) - 3) / 2 {
+		r = append(r, 1)
+	}
+	return r, nil
+}
+
+func (c *downClient) Eval(ctx context.Context, _ string, keys []string, args []any) ([]int64, error) {
+	return c.EvalSHA(ctx, "", keys, args)
+}
+
+func (c *downClient) Load(context.Context, string) error { return nil }
+
+// TestFallbackFull: during an outage, a new key that finds the fallback's
+// store full (its keys busy) is refused with no instant to name, and told
+// apart from "never": Err wraps keyed.ErrFull, WaitN fails with it (not
+// ErrNeverReady, which means a cost above a limit), and the HTTP adapter
+// answers Full (503), not Never. In a group, a key merely over its limit
+// still names when it fits, beside a key new to a full store.
+func TestFallbackFull(t *testing.T) {
+	c := &downClient{}
+	c.down.Store(true)
+	mk := func(prefix string, fbLimit, maxKeys int) *redis.Limiter {
+		l, err := redis.NewLog(c, redis.Options{Prefix: prefix, OnError: redis.FallBack,
+			Fallback: []redis.Rule{{Limit: fbLimit, Window: time.Minute}}, FallbackMaxKeys: maxKeys},
+			redis.Rule{Limit: 5, Window: time.Minute})
+		require.NoError(t, err)
+		return l
+	}
+	l := mk("full", 5, 1)
+	d, err := l.AllowN(t.Context(), "busy", time.Time{}, 1)
+	require.NoError(t, err)
+	require.True(t, d.Allowed)
+	d, err = l.AllowN(t.Context(), "newcomer", time.Time{}, 1)
+	require.NoError(t, err)
+	require.False(t, d.Allowed)
+	require.True(t, d.ReadyAt.IsZero())
+	require.ErrorIs(t, d.Err, keyed.ErrFull)
+	require.ErrorIs(t, d.Err, errDown, "the Redis error is kept")
+
+	ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+	defer cancel()
+	err = l.WaitN(ctx, "newcomer", 1)
+	require.ErrorIs(t, err, keyed.ErrFull)
+	require.NotErrorIs(t, err, redis.ErrNeverReady)
+
+	h, err := redis.NewHTTP(l, false)
+	require.NoError(t, err)
+	hd, err := h.Decide(t.Context(), "newcomer2", time.Now(), 1)
+	require.NoError(t, err)
+	require.Equal(t, httplimit.Full, hd.Reason)
+
+	// A group: a's store is full (of "other"), b's key is at its limit.
+	a, b := mk("full-a", 1, 1), mk("full-b", 1, 10)
+	now := time.Now()
+	_, err = a.AllowN(t.Context(), "other", now, 1)
+	require.NoError(t, err)
+	d, err = b.AllowN(t.Context(), "{t}y", now, 1)
+	require.NoError(t, err)
+	require.True(t, d.Allowed)
+	g, err := redis.NewGroup(a, b)
+	require.NoError(t, err)
+	d, err = g.CheckN(t.Context(), []string{"{t}x", "{t}y"}, now, 1)
+	require.NoError(t, err)
+	require.False(t, d.Allowed)
+	require.WithinDuration(t, now.Add(time.Minute), d.ReadyAt, time.Microsecond,
+		"b's key fits in a minute; a's key is new, which is no reason for never")
+}
+
+// TestFallbackLimits: under FallBack a cost above a Redis rule's limit is
+// refused whatever the fallback's limit (as under FailOpen), with no instant
+// at which it fits; and Remaining never exceeds the Redis rule's limit, which
+// is what the RateLimit fields announce.
+func TestFallbackLimits(t *testing.T) {
+	c := &downClient{}
+	c.down.Store(true)
+	l, err := redis.NewLog(c, redis.Options{Prefix: "fb-limits", OnError: redis.FallBack,
+		Fallback: []redis.Rule{{Limit: 100, Window: time.Minute}}},
+		redis.Rule{Limit: 5, Window: time.Minute})
+	require.NoError(t, err)
+	for _, dry := range []bool{false, true} {
+		f := l.AllowN
+		if dry {
+			f = l.CheckN
+		}
+		d, err := f(t.Context(), "k", time.Time{}, 50)
+		require.NoError(t, err)
+		require.False(t, d.Allowed, "dry %v: n = 50 above a limit of 5", dry)
+		require.True(t, d.ReadyAt.IsZero(), "dry %v", dry)
+		require.Equal(t, redis.FromFallback, d.Source)
+	}
+	d, err := l.AllowN(t.Context(), "k", time.Time{}, 1)
+	require.NoError(t, err)
+	require.True(t, d.Allowed)
+	require.Equal(t, []int{5}, d.Remaining, "the fallback's 99 left, bounded by the Redis rule's 5")
+	h, err := redis.NewHTTP(l, false)
+	require.NoError(t, err)
+	hd, err := h.Decide(t.Context(), "k2", time.Now(), 1)
+	require.NoError(t, err)
+	require.LessOrEqual(t, hd.Quota[0].Remaining, 5)
+}
