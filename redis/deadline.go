@@ -19,7 +19,9 @@ import (
 // context is remembered, and sharing starts at its second call in a row:
 // a call with another context gets a deadline of its own, released when it
 // ends, so that contexts made per call (or calls that alternate between
-// several) never leave a timer running after their call.
+// several) never leave a timer running after their call; and a slot's
+// shared context, once made, is kept for the slot, so that no slot starts
+// more than one timer that outlives its calls.
 // Other contexts (a request's, which its server cancels) get a deadline of
 // their own, and a caller whose deadline comes before the timeout keeps its
 // context as it is.
@@ -82,6 +84,13 @@ func (d *deadlines) bound(ctx context.Context) (context.Context, context.CancelF
 	// time.Since reads only the monotonic clock, cheaper than time.Now.
 	slot := int64(time.Since(clockBase) / d.slot)
 	s := d.last.Load()
+	if s != nil && s.slot == slot && !sameContext(s.parent, ctx) {
+		// Another context holds this slot's shared deadline: keep it, so
+		// that a slot starts at most one timer (contexts that alternate in
+		// runs of two made a shared timer per run, each left running for
+		// the whole timeout), and give this call a deadline of its own.
+		return context.WithTimeout(ctx, d.timeout)
+	}
 	if s == nil || !sameContext(s.parent, ctx) {
 		// A context not seen just before, perhaps made for this call
 		// alone (a context of values per job): a deadline of its own,

@@ -224,3 +224,32 @@ func TestDeadlineContexts(t *testing.T) {
 		require.NoError(t, err)
 	}
 }
+
+// TestSharedDeadlinePerSlot: two long-lived contexts of values used in runs
+// of two (A A B B A A ...), as two goroutines taking turns do, start at most
+// one shared timer per slot: a slot's shared deadline is kept for the slot,
+// and the other context's calls get deadlines of their own, released when
+// they end. Before, every run of two made a shared deadline whose timer ran
+// for the whole timeout after its calls.
+func TestSharedDeadlinePerSlot(t *testing.T) {
+	dc := &deadlineClient{}
+	l, err := redis.NewLog(dc, redis.Options{Prefix: "slots", Timeout: time.Hour}, redis.Rule{Limit: 5, Window: time.Minute})
+	require.NoError(t, err)
+	a := context.WithValue(context.Background(), ctxKey{}, "a")
+	b := context.WithValue(context.Background(), ctxKey{}, "b")
+	live := map[context.Context]bool{}
+	for i := range 1000 {
+		ctx := a
+		if i/2%2 == 1 {
+			ctx = b
+		}
+		_, err := l.AllowN(ctx, "k", time.Time{}, 0)
+		require.NoError(t, err)
+		if seen := dc.seen(t, l, "k").ctx; seen.Err() == nil {
+			live[seen] = true
+		}
+	}
+	// The loop takes far less than a slot (an hour / 128): one or two
+	// slots, one shared context each.
+	require.LessOrEqual(t, len(live), 2, "deadline contexts still running after their calls")
+}
