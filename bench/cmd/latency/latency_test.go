@@ -67,16 +67,11 @@ func TestRunOpenCountsTheBacklog(t *testing.T) {
 	require.GreaterOrEqual(t, wall, int64(stall))
 	w0 := lat[:calls]
 	require.GreaterOrEqual(t, w0[49], int64(stall), "the stalled call")
-	// The calls scheduled during the stall started late, each by what was
-	// left of it: the first of them by nearly the whole stall.
-	require.GreaterOrEqual(t, w0[50], int64(stall)-2*period)
-	late := 0
-	for _, l := range w0 {
-		if l >= int64(stall)/2 {
-			late++
-		}
-	}
 	// The 150 calls after it are scheduled over 1.5 ms, far less than the
-	// stall: every one of them is delayed by more than half of it.
-	require.Equal(t, calls-49, late, "calls delayed by at least half the stall")
+	// stall: each started late by what was left of it, so by more than half
+	// of it. (Lower bounds only: on a loaded machine the calls before the
+	// stall may be late too.)
+	for i := 50; i < calls; i++ {
+		require.GreaterOrEqual(t, w0[i], int64(stall)/2, "call %d, scheduled during the stall", i)
+	}
 }
