@@ -138,11 +138,23 @@ func (p *perKey[S]) decide(d *Decision, key string, now time.Time, cost int, quo
 		return p.decideStatus(d, key, now, cost)
 	}
 	ok, err := p.k.Decide(key, now, cost)
+	var at time.Time
+	ready := false
+	if !ok && err == nil {
+		if at, ready = p.k.ReadyAt(key, now, cost); !ready {
+			// Refused with no error, so the key was present and cost
+			// within its limit: ReadyAt found no limiter when the key was
+			// removed in between and the store had no room to answer for
+			// it anew (Full, not Never). Decide again, which says why.
+			if ok, err = p.k.Decide(key, now, cost); !ok && err == nil {
+				at, ready = p.k.ReadyAt(key, now, cost)
+			}
+		}
+	}
 	switch {
 	case ok:
 		d.Allowed = true
 	case err == nil:
-		at, ready := p.k.ReadyAt(key, now, cost)
 		if ready {
 			d.Reason, d.RetryAt = OverLimit, at
 		} else {
