@@ -287,18 +287,20 @@ func TestGroupErrors(t *testing.T) {
 		{[]string{"{a}x", "{a}y"}, at(epoch), -1, "redis: n must be at least 0, got -1"},
 		{[]string{"{a}x", "{a}y"}, time.Unix(0, 0), 1, "redis: now must be after the Unix epoch"},
 	} {
-		_, err := g.AllowN(t.Context(), tc.keys, tc.now, tc.n)
+		d, err := g.AllowN(t.Context(), tc.keys, tc.now, tc.n)
 		require.ErrorContains(t, err, tc.want, "keys %q", tc.keys)
+		require.Equal(t, redis.FromError, d.Source, "keys %q", tc.keys)
 	}
 	same, err := redis.NewGroup(lg, lg)
 	require.NoError(t, err)
-	_, err = same.AllowN(t.Context(), []string{"{a}", "{a}"}, at(epoch), 1)
+	d, err := same.AllowN(t.Context(), []string{"{a}", "{a}"}, at(epoch), 1)
 	require.ErrorContains(t, err, "redis: keys 0 and 1 are one Redis key")
+	require.Equal(t, redis.FromError, d.Source)
 	require.Equal(t, "0", dbsize(), "an error wrote something")
 
 	// Fill lg's key, then a group call refused by it writes nothing to lg2's.
 	keys := []string{"{a}x", "{a}y"}
-	d, err := g.AllowN(t.Context(), keys, at(epoch), 2)
+	d, err = g.AllowN(t.Context(), keys, at(epoch), 2)
 	require.NoError(t, err)
 	require.True(t, d.Allowed)
 	require.Equal(t, []int{0, 8}, d.Remaining)
