@@ -50,8 +50,9 @@
 // [DefaultMaxKeys]). When a call needs a new key and the Limiter is full,
 // idle keys go first: the calling goroutine sweeps at the call's instant, as
 // Sweep does (so, as after any sweep, a call at an earlier instant on any key
-// is decided at that one: give every call its instant from one clock). To keep a flood of new keys from turning into back-to-back
-// sweeps, such an automatic sweep is skipped when another automatic sweep is
+// is decided at that one: give every call its instant from one clock). To
+// keep a flood of new keys from turning into back-to-back sweeps, such an
+// automatic sweep is skipped when another automatic sweep is
 // running or when the previous one began less than 16 times its own duration
 // earlier (measured on the instants of the calls; a sweep that took more than
 // twice as long per key as the one before it, as a goroutine preempted

@@ -28,7 +28,8 @@ var (
 // the instant the middleware passes and decides on the Redis server's clock,
 // so that instances with skewed clocks share one (a refusal's RetryAt is the
 // middleware's instant plus the wait measured on the server's clock);
-// otherwise it decides at the middleware's instant. l may have at most httplimit.MaxRules rules.
+// otherwise it decides at the middleware's instant. l may have at most
+// httplimit.MaxRules rules.
 //
 // A Redis failure under FailClosed is Decide's error (the middleware applies
 // its own failure policy, 503 by default); under FailOpen and FallBack,
