@@ -126,7 +126,12 @@ type Options struct {
 	// ignored otherwise. They are exact sliding logs (package multi).
 	Fallback []Rule
 	// FallbackMaxKeys bounds the keys the fallback holds (package keyed's
-	// MaxKeys); zero means keyed's default.
+	// MaxKeys); zero means keyed's default (a million). Each key is an
+	// exact log of the Fallback rules, about 8 bytes per unit of their
+	// largest limit: at a limit of 1000 the default bound is about 8 GB,
+	// so set it. Idle keys leave the fallback only when a new key finds it
+	// full (it starts no goroutine), so after an outage its memory stays,
+	// within the bound, until the next outage needs the room.
 	FallbackMaxKeys int
 	// MinTTL is the least time a key lives after its last admission. By
 	// default a key expires once it carries no information on the
