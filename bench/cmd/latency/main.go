@@ -275,50 +275,22 @@ func measureAll(cs []contender, g, load, total, every, runs int, period time.Dur
 // every-th one, and returns the sampled latencies, the wall time from the
 // common start to the last goroutine's end and the number admitted.
 func runOnce(call func(worker int) func() bool, g, calls, every int) ([]int64, int64, int64) {
-	per := make([][]int64, g)
-	fns := make([]func() bool, g)
-	for w := range g {
-		per[w] = make([]int64, 0, calls/every+1)
-		fns[w] = call(w)
-	}
-	var ready, done sync.WaitGroup
-	var admitted atomic.Int64
-	start := make(chan struct{})
-	ready.Add(g)
-	done.Add(g)
-	for w := range g {
-		go func() {
-			defer done.Done()
-			f, lat := fns[w], per[w]
-			var a int64
-			ready.Done()
-			<-start
-			for i := range calls {
-				if i%every == 0 {
-					t0 := nanotime()
-					ok := f()
-					lat = append(lat, nanotime()-t0)
-					if ok {
-						a++
-					}
-				} else if f() {
+	return runWorkers(call, g, 0, calls/every+1, func(f func() bool, _ int64, lat []int64) ([]int64, int64) {
+		var a int64
+		for i := range calls {
+			if i%every == 0 {
+				t0 := nanotime()
+				ok := f()
+				lat = append(lat, nanotime()-t0)
+				if ok {
 					a++
 				}
+			} else if f() {
+				a++
 			}
-			per[w] = lat
-			admitted.Add(a)
-		}()
-	}
-	ready.Wait()
-	t0 := nanotime()
-	close(start)
-	done.Wait()
-	wall := nanotime() - t0
-	var all []int64
-	for _, l := range per {
-		all = append(all, l...)
-	}
-	return all, wall, admitted.Load()
+		}
+		return lat, a
+	})
 }
 
 // runOpen starts g goroutines that each make calls calls on a schedule, call
@@ -326,10 +298,37 @@ func runOnce(call func(worker int) func() bool, g, calls, every int) ([]int64, i
 // starting at once when behind), and returns every call's latency from its
 // intended start to its end, the wall time and the number admitted.
 func runOpen(call func(worker int) func() bool, g, calls int, period int64) ([]int64, int64, int64) {
+	// The start lies a millisecond ahead, when every goroutine is waiting
+	// for it, so that no schedule begins behind.
+	return runWorkers(call, g, int64(time.Millisecond), calls, func(f func() bool, start int64, lat []int64) ([]int64, int64) {
+		lat = lat[:calls]
+		var a int64
+		due := start
+		for i := range calls {
+			for nanotime() < due {
+			}
+			if f() {
+				a++
+			}
+			lat[i] = nanotime() - due
+			due += period
+		}
+		return lat, a
+	})
+}
+
+// runWorkers runs loop on g goroutines at once, each with its own call
+// function (call(worker)), the common start instant, lead nanoseconds after
+// all of them are ready, and an empty slice of capacity size for its
+// latencies (allocated before the start), and returns their latencies
+// together, the wall time from the start to the last one's end and the
+// number admitted.
+func runWorkers(call func(worker int) func() bool, g int, lead int64, size int,
+	loop func(f func() bool, start int64, lat []int64) ([]int64, int64)) ([]int64, int64, int64) {
 	per := make([][]int64, g)
 	fns := make([]func() bool, g)
 	for w := range g {
-		per[w] = make([]int64, calls)
+		per[w] = make([]int64, 0, size)
 		fns[w] = call(w)
 	}
 	var ready, done sync.WaitGroup
@@ -341,25 +340,15 @@ func runOpen(call func(worker int) func() bool, g, calls int, period int64) ([]i
 	for w := range g {
 		go func() {
 			defer done.Done()
-			f, lat := fns[w], per[w]
-			var a int64
 			ready.Done()
 			<-start
-			due := t0
-			for i := range calls {
-				for nanotime() < due {
-				}
-				if f() {
-					a++
-				}
-				lat[i] = nanotime() - due
-				due += period
-			}
+			lat, a := loop(fns[w], t0, per[w])
+			per[w] = lat
 			admitted.Add(a)
 		}()
 	}
 	ready.Wait()
-	t0 = nanotime() + int64(time.Millisecond) // every goroutine is waiting on start by then
+	t0 = nanotime() + lead
 	close(start)
 	done.Wait()
 	wall := nanotime() - t0
