@@ -78,7 +78,8 @@ func TestFallbackFull(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, httplimit.Full, hd.Reason)
 
-	// A group: a's store is full (of "other"), b's key is at its limit.
+	// Groups, in both orders: a's store is full (of "other"); b's key y is
+	// at its limit, its key z fresh.
 	a, b := mk("full-a", 1, 1), mk("full-b", 1, 10)
 	now := time.Now()
 	_, err = a.AllowN(t.Context(), "other", now, 1)
@@ -86,13 +87,34 @@ func TestFallbackFull(t *testing.T) {
 	d, err = b.AllowN(t.Context(), "{t}y", now, 1)
 	require.NoError(t, err)
 	require.True(t, d.Allowed)
-	g, err := redis.NewGroup(a, b)
-	require.NoError(t, err)
-	d, err = g.CheckN(t.Context(), []string{"{t}x", "{t}y"}, now, 1)
-	require.NoError(t, err)
-	require.False(t, d.Allowed)
-	require.WithinDuration(t, now.Add(time.Minute), d.ReadyAt, time.Microsecond,
-		"b's key fits in a minute; a's key is new, which is no reason for never")
+	for _, order := range []string{"ab", "ba"} {
+		g, err := redis.NewGroup(a, b)
+		require.NoError(t, err)
+		keys := func(bKey string) []string { return []string{"{t}x", bKey} }
+		if order == "ba" {
+			g, err = redis.NewGroup(b, a)
+			require.NoError(t, err)
+			keys = func(bKey string) []string { return []string{bKey, "{t}x"} }
+		}
+		// Refused by b's key: it names when that fits; a's new key is
+		// no reason for never.
+		for _, dry := range []bool{true, false} {
+			f := g.AllowN
+			if dry {
+				f = g.CheckN
+			}
+			d, err = f(t.Context(), keys("{t}y"), now, 1)
+			require.NoError(t, err)
+			require.False(t, d.Allowed, "%s, dry %v", order, dry)
+			require.WithinDuration(t, now.Add(time.Minute), d.ReadyAt, time.Microsecond, "%s, dry %v", order, dry)
+		}
+		// Refused only because a's store has no room for x: Full.
+		d, err = g.AllowN(t.Context(), keys("{t}z-"+order), now, 1)
+		require.NoError(t, err)
+		require.False(t, d.Allowed, order)
+		require.True(t, d.ReadyAt.IsZero(), order)
+		require.ErrorIs(t, d.Err, keyed.ErrFull, order)
+	}
 }
 
 // TestFallbackLimits: under FallBack a cost above a Redis rule's limit is

@@ -160,11 +160,16 @@ type Decision struct {
 	At time.Time
 	// ReadyAt is the earliest instant at which the cost would be admitted
 	// if nothing else were admitted meanwhile: At when it was admitted, the
-	// zero Time when it never can be (n above a limit).
+	// zero Time when it never can be (n above a limit), and under FallBack
+	// also when the fallback had no room for the key (Err then wraps
+	// keyed.ErrFull: room may come, but no instant can be named).
 	ReadyAt time.Time
 	// Remaining is, per rule in the order of Rules, the largest cost that
 	// would be admitted at At after this decision. Under the fallback every
-	// entry is the fallback's; under FailOpen and FailClosed it is nil.
+	// entry is the fallback's, at most the Redis rule's limit (nil when the
+	// cost is above a Redis limit and never consulted the fallback); under
+	// FailOpen and FailClosed it is nil.
+	//
 	Remaining []int
 	// Source says who decided.
 	Source Source
@@ -677,32 +682,34 @@ func fallback(ls []*Limiter, keys []string, now time.Time, n int, dry bool, nrul
 		}
 		if d.Allowed && !dry {
 			for i, m := range ls {
-				if !m.fb.AllowN(keys[i], now, n) {
+				// Decide, not AllowN: it sweeps a full store for a new
+				// key, and says when there was no room.
+				if ok, ferr := m.fb.Decide(keys[i], now, n); !ok {
 					d.Allowed = false // a concurrent call took the room, or the store is full
-					full = guessed&(1<<i) != 0
+					full = errors.Is(ferr, keyed.ErrFull)
 					break
 				}
 			}
 		}
 	}
 	d.ReadyAt = now
-	if full {
-		// Not "never": the store may have room later. ReadyAt stays
-		// zero (no instant can be named) and Err says why.
-		d.Err = fmt.Errorf("%w; fallback: %w", err, keyed.ErrFull)
-	}
 	if !d.Allowed {
 		d.ReadyAt = time.Time{}
+	}
+	if !d.Allowed && !full {
+		absent := false
 		for i, m := range ls {
-			if full {
-				break
-			}
-			if guessed&(1<<i) != 0 {
-				continue // a new key: it fits at now, when the store has room
-			}
 			at, ok := m.fb.ReadyAt(keys[i], now, n)
+			if !ok && n <= m.fbMin {
+				// Absent from a full store (a guess above, or removed
+				// since): it fits when the store has room, which no
+				// instant names.
+				absent = true
+				continue
+			}
 			if !ok {
 				d.ReadyAt = time.Time{}
+				absent = false
 				break
 			}
 			if !at.After(now) {
@@ -713,6 +720,12 @@ func fallback(ls []*Limiter, keys []string, now time.Time, n int, dry bool, nrul
 				d.ReadyAt = at
 			}
 		}
+		full = absent && d.ReadyAt.IsZero()
+	}
+	if full {
+		// Not "never": the store may have room later. ReadyAt stays
+		// zero (no instant can be named) and Err says why.
+		d.Err = fmt.Errorf("%w; fallback: %w", err, keyed.ErrFull)
 	}
 	d.Remaining = make([]int, 0, nrules)
 	for i, m := range ls {
