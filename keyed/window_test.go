@@ -444,13 +444,13 @@ func TestWindowZeroAllocs(t *testing.T) {
 // deletion of its key decides on the key's new state, never answers from the
 // removed cell: with a limit no state can reach, every call is admitted,
 // however often the key is deleted under it. (A decision that answered from
-// a dead cell was refused in 7 of 8 runs of this size at -cpu 2 and 8; the
-// CI runs it ten times more.) keyed.Limiter has no such test: an admission
+// a dead cell was refused in 8 of 8 runs of this size, alone at the default
+// GOMAXPROCS; the CI runs it ten times more.) keyed.Limiter has no such test: an admission
 // on a limiter just deleted cannot be told from outside from one ordered
 // before the Delete; its eviction races are checked by TestOutsideKeyedRing's
 // sweeps.
 func TestOutsideDeleteLosesNoCall(t *testing.T) {
-	const workers, calls = 4, 20_000
+	const workers, calls = 4, 100_000
 	w, err := keyed.NewWindow[string](window.MaxLimit, time.Hour)
 	if err != nil {
 		t.Fatal(err)
