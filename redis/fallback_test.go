@@ -2,8 +2,6 @@ package redis_test
 
 import (
 	"context"
-	"errors"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -12,32 +10,19 @@ import (
 	"github.com/slidelimit/slidelimit/httplimit"
 	"github.com/slidelimit/slidelimit/keyed"
 	"github.com/slidelimit/slidelimit/redis"
+	"github.com/slidelimit/slidelimit/redis/internal/redistest"
 )
 
-// downClient is a Client that fails every call while down is set, and
-// otherwise admits with a remaining count of 1 per rule: these tests are
-// about what the failure policy decides, not what Redis does.
-type downClient struct{ down atomic.Bool }
-
-var errDown = errors.New("dial tcp 127.0.0.1:6379: connect: connection refused")
-
-func (c *downClient) EvalSHA(_ context.Context, _ string, _ []string, args []any) ([]int64, error) {
-	if c.down.Load() {
-		return nil, errDown
-	}
-	now := time.Now().UnixMicro()
-	r := []int64{1, now, now}
-	for range (len(args) - 3) / 2 {
-		r = append(r, 1)
-	}
-	return r, nil
+// stopped returns a client of a real redis-server that has been stopped, so
+// that every decision fails as it does when Redis is down (connection
+// refused): these tests are about what the failure policy decides.
+func stopped(t *testing.T) redis.Client {
+	t.Helper()
+	s := redistest.Start(t)
+	_, c := connect(t, s)
+	s.Stop()
+	return c
 }
-
-func (c *downClient) Eval(ctx context.Context, _ string, keys []string, args []any) ([]int64, error) {
-	return c.EvalSHA(ctx, "", keys, args)
-}
-
-func (c *downClient) Load(context.Context, string) error { return nil }
 
 // TestFallbackFull: during an outage, a new key that finds the fallback's
 // store full (its keys busy) is refused with no instant to name, and told
@@ -46,10 +31,9 @@ func (c *downClient) Load(context.Context, string) error { return nil }
 // answers Full (503), not Never. In a group, a key merely over its limit
 // still names when it fits, beside a key new to a full store.
 func TestFallbackFull(t *testing.T) {
-	c := &downClient{}
-	c.down.Store(true)
+	c := stopped(t)
 	mk := func(prefix string, fbLimit, maxKeys int) *redis.Limiter {
-		l, err := redis.NewLog(c, redis.Options{Prefix: prefix, OnError: redis.FallBack,
+		l, err := redis.NewLog(c, redis.Options{Prefix: prefix, Timeout: 200 * time.Millisecond, OnError: redis.FallBack,
 			Fallback: []redis.Rule{{Limit: fbLimit, Window: time.Minute}}, FallbackMaxKeys: maxKeys},
 			redis.Rule{Limit: 5, Window: time.Minute})
 		require.NoError(t, err)
@@ -64,7 +48,7 @@ func TestFallbackFull(t *testing.T) {
 	require.False(t, d.Allowed)
 	require.True(t, d.ReadyAt.IsZero())
 	require.ErrorIs(t, d.Err, keyed.ErrFull)
-	require.ErrorIs(t, d.Err, errDown, "the Redis error is kept")
+	require.ErrorContains(t, d.Err, `redis: key "newcomer"`, "the Redis error is kept")
 
 	ctx, cancel := context.WithTimeout(t.Context(), time.Second)
 	defer cancel()
@@ -122,9 +106,8 @@ func TestFallbackFull(t *testing.T) {
 // at which it fits; and Remaining never exceeds the Redis rule's limit, which
 // is what the RateLimit fields announce.
 func TestFallbackLimits(t *testing.T) {
-	c := &downClient{}
-	c.down.Store(true)
-	l, err := redis.NewLog(c, redis.Options{Prefix: "fb-limits", OnError: redis.FallBack,
+	c := stopped(t)
+	l, err := redis.NewLog(c, redis.Options{Prefix: "fb-limits", Timeout: 200 * time.Millisecond, OnError: redis.FallBack,
 		Fallback: []redis.Rule{{Limit: 100, Window: time.Minute}}},
 		redis.Rule{Limit: 5, Window: time.Minute})
 	require.NoError(t, err)
