@@ -370,25 +370,35 @@ func (k *Limiter[K, L]) ReadyAt(key K, now time.Time, n int) (at time.Time, ok b
 	if !k.validKey(key) {
 		return time.Time{}, false
 	}
+	at, ok, _ = k.readyAt(key, now, n)
+	return at, ok
+}
+
+// readyAt is ReadyAt for a valid key, and also reports whether it answered
+// false for want of a limiter (the key absent from a full store, or after a
+// failed creation), rather than because n can never fit.
+func (k *Limiter[K, L]) readyAt(key K, now time.Time, n int) (at time.Time, ok, absent bool) {
 	if n <= 0 || n > k.maxN {
 		if n == 0 {
-			return now, true
+			return now, true, false
 		}
-		return time.Time{}, false
+		return time.Time{}, false, false
 	}
 	for {
 		e, present := k.keys.load(key)
 		t := k.clamp(now)
 		if !present {
 			if k.full() || k.failed.Load() {
-				return time.Time{}, false
+				return time.Time{}, false, true
 			}
 			at, ready := k.fresh.ReadyAt(t, n)
-			return readyAt(now, t, at, ready)
+			at, ready = readyAt(now, t, at, ready)
+			return at, ready, false
 		}
 		at, ready := e.lim.ReadyAt(t, n)
 		if e.state.Load() != dead {
-			return readyAt(now, t, at, ready)
+			at, ready = readyAt(now, t, at, ready)
+			return at, ready, false
 		}
 	}
 }

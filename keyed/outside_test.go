@@ -1,6 +1,8 @@
 package keyed_test
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"runtime"
@@ -227,4 +229,51 @@ func runOutsideConfigs(t *testing.T, mk func(limit int, w time.Duration, opts ..
 			}
 		})
 	}
+}
+
+// TestOutsideWaitFullIsNotNever: WaitN on a key at its limit, while another
+// goroutine deletes the key, fills the one-key store with another and gives
+// the room back, fails with ErrDeadline (its deadline is before the key's
+// ReadyAt), ErrFull, or admits; never ErrNeverReady, which says that n can
+// never fit, when n fits every limiter of the store.
+func TestOutsideWaitFullIsNotNever(t *testing.T) {
+	for name, k := range map[string]interface {
+		AllowN(key string, now time.Time, n int) bool
+		Delete(key string)
+		WaitN(ctx context.Context, key string, n int) error
+	}{
+		"Limiter": must(keyed.New[string](func() (*ring.Limiter, error) { return ring.New(1, time.Hour) }, keyed.MaxKeys(1))),
+		"Window":  must(keyed.NewWindow[string](1, time.Hour, keyed.MaxKeys(1))),
+	} {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Hour/2)
+		var stop atomic.Bool
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			for !stop.Load() {
+				k.Delete("a")
+				k.AllowN("b", time.Now(), 1)
+				k.Delete("b")
+				k.AllowN("a", time.Now(), 1)
+			}
+		})
+		never := 0
+		for range 20_000 {
+			if err := k.WaitN(ctx, "a", 1); errors.Is(err, keyed.ErrNeverReady) {
+				never++
+			}
+		}
+		stop.Store(true)
+		wg.Wait()
+		cancel()
+		if never != 0 {
+			t.Errorf("%s: WaitN failed with ErrNeverReady %d times", name, never)
+		}
+	}
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
 }

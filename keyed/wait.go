@@ -56,10 +56,10 @@ func (e *waitError) Error() string {
 
 func (e *waitError) Unwrap() error { return e.err }
 
-// decider is what WaitN needs of a Limiter or a Window.
+// decider is what WaitN needs of a Limiter or a Window (with a valid key).
 type decider[K comparable] interface {
 	allowN(key K, now time.Time, n int) (bool, error)
-	ReadyAt(key K, now time.Time, n int) (time.Time, bool)
+	readyAt(key K, now time.Time, n int) (at time.Time, ok, absent bool)
 }
 
 // waiter adapts one key of a Limiter or a Window to clock.Wait. When Decide
@@ -69,9 +69,6 @@ type waiter[K comparable] struct {
 	d   decider[K]
 	key K
 	err error
-	// again is set when ReadyAt last answered "never" after a refusal
-	// without an error: see ReadyAt.
-	again bool
 }
 
 func (w *waiter[K]) AllowN(now time.Time, n int) bool {
@@ -86,15 +83,13 @@ func (w *waiter[K]) ReadyAt(now time.Time, n int) (time.Time, bool) {
 	if w.err != nil {
 		return time.Time{}, false
 	}
-	at, ok := w.d.ReadyAt(w.key, now, n)
-	if !ok && !w.again {
-		// AllowN refused with no error, so n was within the key's limits;
-		// ReadyAt found no limiter to ask when the key was removed in
-		// between and the store had no room for it anew (ErrFull, not
-		// "never"). Decide once more, at once, so that AllowN reports why.
-		w.again = true
+	at, ok, absent := w.d.readyAt(w.key, now, n)
+	if absent {
+		// The key was removed since AllowN refused it, and the store had
+		// no room (or no limiter) to answer for it anew: not "never".
+		// Decide again at once (clock.Wait backs off if this repeats),
+		// and AllowN says why: it admits, or reports ErrFull.
 		return now, true
 	}
-	w.again = false
 	return at, ok
 }

@@ -269,21 +269,30 @@ func (w *Window[K]) ReadyAt(key K, now time.Time, n int) (at time.Time, ok bool)
 	if !validKey(w.keyCheck, key) {
 		return time.Time{}, false
 	}
+	at, ok, _ = w.readyAt(key, now, n)
+	return at, ok
+}
+
+// readyAt is ReadyAt for a valid key, and also reports whether it answered
+// false for want of room for the key (absent from a full store), rather
+// than because n can never fit.
+func (w *Window[K]) readyAt(key K, now time.Time, n int) (at time.Time, ok, absent bool) {
 	if n <= 0 || int64(n) > w.rule.Limit {
 		if n == 0 {
-			return now, true
+			return now, true, false
 		}
-		return time.Time{}, false
+		return time.Time{}, false, false
 	}
 	st, found := w.view(w.keys.hash(key), key, w.base.Offset(now))
 	if !found {
 		if w.full() {
-			return time.Time{}, false
+			return time.Time{}, false, true
 		}
-		return now, true
+		return now, true, false
 	}
 	// As window.Limiter.ReadyAt.
-	return st.ReadyAt(&w.rule, w.base, now, int64(n))
+	at, ok = st.ReadyAt(&w.rule, w.base, now, int64(n))
+	return at, ok, false
 }
 
 // Wait is shorthand for WaitN(ctx, key, 1).
