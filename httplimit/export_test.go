@@ -74,6 +74,3 @@ func (q manyQueries[L]) Decide(_ context.Context, _ string, now time.Time, cost 
 func RateLimitRulesValue(m *Middleware, d *Decision) []string {
 	return m.values.rules(m.items, d)
 }
-
-// PerKeyOf adapts any keyed store as Keyed and KeyedWindow do.
-func PerKeyOf[S keyedStore](k S, rules ...Rule) Limiter { return newPerKey(k, rules) }

@@ -138,24 +138,19 @@ func (p *perKey[S]) decide(d *Decision, key string, now time.Time, cost int, quo
 		return p.decideStatus(d, key, now, cost)
 	}
 	ok, err := p.k.Decide(key, now, cost)
-	var at time.Time
-	ready := false
-	if !ok && err == nil {
-		if at, ready = p.k.ReadyAt(key, now, cost); !ready {
-			// Refused with no error, so the key was present and cost
-			// within its limit: ReadyAt found no limiter when the key was
-			// removed in between and the store had no room to answer for
-			// it anew (Full, not Never). Decide again, which says why.
-			if ok, err = p.k.Decide(key, now, cost); !ok && err == nil {
-				at, ready = p.k.ReadyAt(key, now, cost)
-			}
-		}
+	if !ok && err == nil && p.status != nil {
+		// Refused by the limit, which recorded nothing: decide again with
+		// the status, whose RetryAt and quota come from that decision's
+		// own state. (A ReadyAt asked apart could find the key removed
+		// meanwhile and no room for it, and say "never" to a cost that
+		// fits.) It is also fewer lookups than ReadyAt and the quota.
+		return p.decideStatus(d, key, now, cost)
 	}
 	switch {
 	case ok:
 		d.Allowed = true
 	case err == nil:
-		if ready {
+		if at, ready := p.k.ReadyAt(key, now, cost); ready {
 			d.Reason, d.RetryAt = OverLimit, at
 		} else {
 			d.Reason = Never
