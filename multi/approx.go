@@ -340,7 +340,7 @@ func (a *Approx) ReadyAt(now time.Time, n int) (at time.Time, ok bool) {
 		case ready > twocount.OffMax:
 			return time.Time{}, false
 		default:
-			return a.base.Time(ready), true
+			return a.base.At(now, ready), true
 		}
 	}
 }

@@ -32,7 +32,9 @@
 //
 // Every method takes the instant it decides at; Allow and Wait read the clock
 // themselves. Instants are measured from an instant taken in the constructor,
-// on the monotonic clock for readings from time.Now. A Limiter treats an
+// on the monotonic clock for readings from time.Now; the instants they answer
+// are on the caller's clock: in now's location, with a monotonic reading only
+// when now has one. A Limiter treats an
 // instant earlier than the latest one it has admitted at as that latest
 // instant; an Approx treats an instant before the start of a rule's current
 // window as that start, as package window does. Either way state never moves

@@ -169,7 +169,7 @@ func (a *Approx) instant(now time.Time, at int64, fits bool) time.Time {
 	case at > twocount.OffMax:
 		return time.Time{}
 	}
-	return a.base.Time(at)
+	return a.base.At(now, at)
 }
 
 // views is buf, or a new slice when the rules do not fit in it, cut to one

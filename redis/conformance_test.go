@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/slidelimit/slidelimit/internal/clock"
 	"github.com/slidelimit/slidelimit/internal/conformance"
 	"github.com/slidelimit/slidelimit/internal/oracle"
 	"github.com/slidelimit/slidelimit/redis"
@@ -52,9 +53,12 @@ func toRedis(x time.Time) (time.Time, bool) {
 	return time.UnixMicro(suiteBase + int64(d)), true
 }
 
-// fromRedis is toRedis's inverse on the instants Redis answers.
-func fromRedis(r time.Time) time.Time {
-	return suiteAnchor.Add(time.Duration(r.UnixMicro() - suiteBase))
+// fromRedis is toRedis's inverse on the instants Redis answers, on the clock
+// of the suite's instant now (clock.OnClockOf: the suite checks that answers
+// are in the caller's location, with a monotonic reading only when the
+// caller's instant has one; TestCallerLocation checks the limiter's own).
+func fromRedis(now, r time.Time) time.Time {
+	return clock.OnClockOf(now, suiteAnchor.Add(time.Duration(r.UnixMicro()-suiteBase)))
 }
 
 // outOfRange returns an instant the Redis limiters reject, on the side of x.
@@ -162,7 +166,7 @@ func (a *adapter) ReadyAt(now time.Time, n int) (time.Time, bool) {
 	case at.Equal(rx):
 		return now, true
 	}
-	return fromRedis(at), true
+	return fromRedis(now, at), true
 }
 
 func (a *adapter) RemainingAt(now time.Time, dst []int) []int {
@@ -278,6 +282,40 @@ func TestMicrosecondInstants(t *testing.T) {
 				require.Equal(t, d.ReadyAt, got.At, "exact %v: ReadyAt+999ns is decided at ReadyAt", exact)
 			}
 		}
+	}
+}
+
+// TestCallerLocation: a caller who passes instants of its own location
+// gets Decision.At and ReadyAt in that location, so they compare with ==
+// to the instants it computes itself (the log's ReadyAt after a full window
+// at t0 is t0 plus the window); on the server's clock they are in
+// time.Local. Neither carries a monotonic reading.
+func TestCallerLocation(t *testing.T) {
+	_, _, c := standalone(t)
+	loc := time.FixedZone("UTC+5", 5*3600)
+	t0 := at(epoch).In(loc)
+	const w = time.Second
+	for _, exact := range []bool{true, false} {
+		mk := mustWindow
+		if exact {
+			mk = mustLog
+		}
+		l := mk(t, c, redis.Options{Prefix: fmt.Sprint("loc-", exact)}, redis.Rule{Limit: 2, Window: w})
+		d, err := l.AllowN(t.Context(), "k", t0, 2)
+		require.NoError(t, err)
+		require.True(t, d.Allowed)
+		require.True(t, d.At == t0, "exact %v: At %v, want == %v", exact, d.At, t0)
+		d, err = l.CheckN(t.Context(), "k", t0, 1)
+		require.NoError(t, err)
+		require.False(t, d.Allowed)
+		require.Equal(t, loc, d.ReadyAt.Location(), "exact %v: ReadyAt %v", exact, d.ReadyAt)
+		require.True(t, d.ReadyAt == d.ReadyAt.Round(0), "exact %v: no monotonic reading", exact)
+		if exact {
+			require.True(t, d.ReadyAt == t0.Add(w), "ReadyAt %v, want == %v", d.ReadyAt, t0.Add(w))
+		}
+		d, err = l.AllowN(t.Context(), "server", time.Time{}, 1)
+		require.NoError(t, err)
+		require.Equal(t, time.Local, d.At.Location(), "exact %v: the server's clock", exact)
 	}
 }
 

@@ -567,7 +567,7 @@ func decide(ctx context.Context, ls []*Limiter, keys []string, now time.Time, n 
 	defer cancel()
 	reply, err := l.run(ctx, rks, args)
 	if err == nil {
-		return l.decision(reply, nrules)
+		return l.decision(reply, nrules, now)
 	}
 	var ne net.Error
 	if errors.As(err, &ne) && ne.Timeout() && !errors.Is(err, context.DeadlineExceeded) {
@@ -626,13 +626,21 @@ func (l *Limiter) run(ctx context.Context, keys []string, args []any) ([]int64, 
 	return reply, err
 }
 
-func (l *Limiter) decision(r []int64, nrules int) (Decision, error) {
+// decision reads the script's reply to a call at now (zero: the server's
+// clock). Its instants are in now's location (time.Local for the server's
+// clock), so that a caller who passes instants built by hand (whole
+// microseconds) gets instants it can compare with its own using ==.
+func (l *Limiter) decision(r []int64, nrules int, now time.Time) (Decision, error) {
 	if len(r) != 3+nrules {
 		return Decision{Source: FromError}, fmt.Errorf("redis: the %s script answered %d values, want %d", l.kind, len(r), 3+nrules)
 	}
-	d := Decision{Allowed: r[0] == 1, At: time.UnixMicro(r[1]), Source: FromRedis}
+	loc := time.Local
+	if !now.IsZero() {
+		loc = now.Location()
+	}
+	d := Decision{Allowed: r[0] == 1, At: time.UnixMicro(r[1]).In(loc), Source: FromRedis}
 	if r[2] >= 0 {
-		d.ReadyAt = time.UnixMicro(r[2])
+		d.ReadyAt = time.UnixMicro(r[2]).In(loc)
 	}
 	d.Remaining = make([]int, nrules)
 	for i := range d.Remaining {

@@ -22,10 +22,12 @@
 // Every method takes the instant it decides at (AllowN, TokensAt, ReadyAt,
 // IdleAt); Allow and Wait read the clock themselves. Instants are compared
 // with time.Time.Sub against an instant taken in New, so readings from
-// time.Now are compared on the monotonic clock. An instant earlier than the
-// latest one the limiter has admitted at is treated as that latest instant:
-// a caller with a stale clock reading can never move the limiter backwards
-// or get more through. The same rule means that one call at an instant far
+// time.Now are compared on the monotonic clock; the instants it answers
+// (ReadyAt, a Status's RetryAt and ResetAt) are on the caller's clock: in
+// now's location, with a monotonic reading only when now has one. An instant
+// earlier than the latest one the limiter has admitted at is treated as that
+// latest instant: a caller with a stale clock reading can never move the
+// limiter backwards or get more through. The same rule means that one call at an instant far
 // in the future holds the limiter there until the clock catches up.
 //
 // Instants within about 73 years (2^61 ns) of New are represented exactly;

@@ -94,7 +94,7 @@ func (m *mutexLimiter) ReadyAt(now time.Time, n int) (time.Time, bool) {
 	case r > twocount.OffMax:
 		return time.Time{}, false
 	default:
-		return m.base.Time(r), true
+		return m.base.At(now, r), true
 	}
 }
 

@@ -31,9 +31,12 @@
 // Every method takes the instant it decides at (AllowN, TokensAt, ReadyAt,
 // IdleAt); Allow and Wait read the clock themselves. Instants are compared
 // with time.Time.Sub against an instant taken in New, so readings from
-// time.Now are compared on the monotonic clock. The limiter records the start
-// of its current window; an instant before it is treated as that start, so a
-// stale clock reading never moves the limiter backwards. (A stale instant
+// time.Now are compared on the monotonic clock; the instants it answers
+// (ReadyAt, a Status's RetryAt and ResetAt) are on the caller's clock: in
+// now's location, with a monotonic reading only when now has one. The
+// limiter records the start of its current window; an instant before it is
+// treated as that start, so a stale clock reading never moves the limiter
+// backwards. (A stale instant
 // inside the current window is decided as given: a smaller elapsed only gives
 // the previous window more weight, so it is never more permissive than the
 // latest instant.) Instants more than about 63 years before or after New are

@@ -33,19 +33,40 @@ func (b Base) Offset(now time.Time) int64 { return int64(now.Sub(b.t)) }
 // cheaper than Offset(time.Now()) because it reads only the monotonic clock.
 func (b Base) Now() int64 { return int64(time.Since(b.t)) }
 
-// Time converts an offset back to an instant.
+// Time converts an offset back to an instant, on b's clock (for the
+// limiter's own use; an answer to a caller goes through At).
 func (b Base) Time(off int64) time.Time { return b.t.Add(time.Duration(off)) }
 
+// At converts an offset back to an instant on the clock of now, the instant
+// the caller asked at (OnClockOf).
+func (b Base) At(now time.Time, off int64) time.Time {
+	return OnClockOf(now, b.t.Add(time.Duration(off)))
+}
+
+// OnClockOf returns the instant t on the clock of now: t itself when now has
+// a monotonic reading (a reading of time.Now, as t is), and otherwise t in
+// now's location without a monotonic reading. So a caller who passes
+// instants built by hand (time.Date, time.Unix, parsed) gets such instants
+// back, equal (==) to the ones it computes itself and whichever limiter
+// answered; one who passes readings of time.Now gets readings it can compare
+// on the monotonic clock.
+func OnClockOf(now, t time.Time) time.Time {
+	if now != now.Round(0) {
+		return t // now has a monotonic reading
+	}
+	return t.In(now.Location()) // In drops t's monotonic reading
+}
+
 // Ready converts a limiter's ReadyAt answer, computed in offsets for the
-// instant now (whose offset is off), back to an instant: now itself, unchanged,
-// when the answer is off (n fits now), the zero Time when ok is false.
+// instant now (whose offset is off), back to an instant on now's clock (At):
+// now itself, unchanged, when the answer is off (n fits now), the zero Time
+// when ok is false.
 func (b Base) Ready(now time.Time, off, at int64, ok bool) (time.Time, bool) {
-	// Written so that it inlines: status reports call it per rule.
 	if !ok {
 		return time.Time{}, false
 	}
 	if at != off {
-		now = b.t.Add(time.Duration(at))
+		now = b.At(now, at)
 	}
 	return now, true
 }

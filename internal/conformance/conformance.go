@@ -168,6 +168,7 @@ func Run(t *testing.T, opts Options) {
 		{"ExtremeInstants", (*suite).extremeInstants},
 		{"TimeBounds", (*suite).timeBounds},
 		{"ReadyAt", (*suite).readyAt},
+		{"CallerClock", (*suite).callerClock},
 		{"TokensAt", (*suite).tokensAt},
 		{"IdleAt", (*suite).idleAt},
 		{"RefusalWritesNothing", (*suite).refusalWritesNothing},

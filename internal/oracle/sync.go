@@ -54,7 +54,7 @@ func (s *Sync) ReadyAt(now time.Time, n int) (at time.Time, ok bool) {
 	case u == off:
 		return now, true
 	}
-	return Instant(s.base, u), true
+	return clock.OnClockOf(now, Instant(s.base, u)), true
 }
 
 // IdleAt reports whether every call at or after now is decided as by a new
