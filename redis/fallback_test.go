@@ -2,6 +2,8 @@ package redis_test
 
 import (
 	"context"
+	"fmt"
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -131,4 +133,65 @@ func TestFallbackLimits(t *testing.T) {
 	hd, err := h.Decide(t.Context(), "k2", time.Now(), 1)
 	require.NoError(t, err)
 	require.LessOrEqual(t, hd.Quota[0].Remaining, 5)
+}
+
+// TestSweepFallback: after an outage, SweepFallback gives back the keys that
+// carry no information and keeps the others, and no caller can tell: a
+// limiter swept at random instants answers every call as a twin that is
+// never swept (same stopped server, same calls, weighted, several keys).
+// A limiter without a fallback sweeps nothing.
+func TestSweepFallback(t *testing.T) {
+	c := stopped(t)
+	mk := func(prefix string) *redis.Limiter {
+		l, err := redis.NewLog(c, redis.Options{Prefix: prefix, Timeout: 200 * time.Millisecond, OnError: redis.FallBack,
+			Fallback: []redis.Rule{{Limit: 3, Window: time.Minute}, {Limit: 5, Window: 3 * time.Minute}}, FallbackMaxKeys: 100},
+			redis.Rule{Limit: 10, Window: time.Minute})
+		require.NoError(t, err)
+		return l
+	}
+	swept, twin := mk("fb-swept"), mk("fb-twin")
+	t0 := time.Date(2026, 11, 25, 9, 0, 0, 0, time.UTC)
+	rng := rand.New(rand.NewPCG(1, 2))
+	now := t0
+	removed := 0
+	for i := range 400 {
+		now = now.Add(time.Duration(rng.IntN(20_000)) * time.Millisecond)
+		key := fmt.Sprintf("k%d", rng.IntN(12))
+		n := 1 + rng.IntN(2)
+		a, err := swept.AllowN(t.Context(), key, now, n)
+		require.NoError(t, err)
+		b, err := twin.AllowN(t.Context(), key, now, n)
+		require.NoError(t, err)
+		require.Equal(t, redis.FromFallback, a.Source)
+		require.Equal(t, b.Allowed, a.Allowed, "call %d: %s n=%d at %v", i, key, n, now.Sub(t0))
+		require.Equal(t, b.ReadyAt, a.ReadyAt, "call %d", i)
+		require.Equal(t, b.Remaining, a.Remaining, "call %d", i)
+		if rng.IntN(10) == 0 {
+			removed += swept.SweepFallback(now)
+		}
+	}
+	require.Positive(t, removed, "the random gaps leave keys idle")
+	// A long pause: every key is idle after the longest window.
+	later := now.Add(3 * time.Minute)
+	require.Equal(t, twin.FallbackLen(), twin.SweepFallback(later))
+	require.Positive(t, swept.FallbackLen())
+	require.Equal(t, swept.FallbackLen(), swept.SweepFallback(later))
+	require.Zero(t, swept.FallbackLen())
+
+	// A key busy in its longest window stays, and keeps its count.
+	for range 3 {
+		d, err := swept.AllowN(t.Context(), "busy", later, 1)
+		require.NoError(t, err)
+		require.True(t, d.Allowed)
+	}
+	require.Zero(t, swept.SweepFallback(later.Add(2*time.Minute)), "its 3-minute rule still counts")
+	d, err := swept.AllowN(t.Context(), "busy", later.Add(2*time.Minute), 3)
+	require.NoError(t, err)
+	require.False(t, d.Allowed, "3 more would make 6 in 3 minutes, above 5")
+
+	plain, err := redis.NewLog(c, redis.Options{Prefix: "fb-none", Timeout: 200 * time.Millisecond, OnError: redis.FailOpen},
+		redis.Rule{Limit: 10, Window: time.Minute})
+	require.NoError(t, err)
+	require.Zero(t, plain.SweepFallback(later))
+	require.Zero(t, plain.FallbackLen())
 }

@@ -129,9 +129,9 @@ type Options struct {
 	// MaxKeys); zero means keyed's default (a million). Each key is an
 	// exact log of the Fallback rules, about 8 bytes per unit of their
 	// largest limit: at a limit of 1000 the default bound is about 8 GB,
-	// so set it. Idle keys leave the fallback only when a new key finds it
-	// full (it starts no goroutine), so after an outage its memory stays,
-	// within the bound, until the next outage needs the room.
+	// so set it. The limiter starts no goroutine: idle keys leave the
+	// fallback when a new key finds it full, or when SweepFallback is
+	// called, which gives their memory back after an outage.
 	FallbackMaxKeys int
 	// MinTTL is the least time a key lives after its last admission. By
 	// default a key expires once it carries no information on the
@@ -186,6 +186,8 @@ type fallbackStore interface {
 	AllowN(key string, now time.Time, n int) bool
 	ReadyAt(key string, now time.Time, n int) (time.Time, bool)
 	TokensAt(key string, now time.Time) int
+	Sweep(now time.Time) int
+	Len() int
 }
 
 // Limiter limits keys with rules kept in Redis: each decision is one script
@@ -397,6 +399,32 @@ func (l *Limiter) Load(ctx context.Context) error {
 		return fmt.Errorf("redis: loading the %s script: %w", l.kind, err)
 	}
 	return nil
+}
+
+// SweepFallback removes from the in-process fallback (FallBack) every key
+// that carries no information at now, exactly as package keyed's Sweep does:
+// a key goes only once each of its fallback limiters is idle, so no decision
+// changes. It returns how many keys it removed; a limiter without a fallback
+// returns 0. The fallback holds the keys of an outage until a new key finds
+// it full or this is called: call it once Redis is back (or on a ticker of
+// your own) to give their memory back. Pass an instant on the clock the
+// fallback decided on: the caller's instants, or time.Now() for decisions on
+// the server's clock (the fallback decides those at time.Now()). It visits
+// every key, so it costs in proportion to FallbackLen.
+func (l *Limiter) SweepFallback(now time.Time) int {
+	if l.fb == nil {
+		return 0
+	}
+	return l.fb.Sweep(now)
+}
+
+// FallbackLen returns how many keys the in-process fallback holds (0 for a
+// limiter without one): nonzero after an outage until they are swept.
+func (l *Limiter) FallbackLen() int {
+	if l.fb == nil {
+		return 0
+	}
+	return l.fb.Len()
 }
 
 // Allow is shorthand for AllowN(ctx, key, time.Time{}, 1): one unit at the
