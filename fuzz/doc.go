@@ -7,7 +7,7 @@
 // The package has no exported API; everything lives in _test.go files. Run a
 // target with, for example:
 //
-//	go test -run='^$' -fuzz='^FuzzRing$' -fuzztime=1m ./fuzz/
+//	go test -run='^$' -fuzz='^FuzzRing$' -fuzztime=500000x ./fuzz/
 //
 // Failures the fuzzer finds are committed under testdata/fuzz/ and replay as
 // ordinary tests.

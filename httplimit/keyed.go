@@ -17,7 +17,10 @@ import (
 // cannot check it against the limiters k creates.
 //
 // Decisions map keyed's answers: a refusal by the key's limiter is
-// OverLimit, with RetryAt from the key's ReadyAt; keyed.ErrFull is Full and
+// OverLimit, with RetryAt from the decision's own status (DecideStatus, or
+// DecideRules with several rules; a refusal decided without the quota is
+// decided again through DecideStatus, and a key's ReadyAt is asked only of a
+// limiter type without one); keyed.ErrFull is Full and
 // keyed.ErrNeverReady is Never (refusals, not errors); a factory's error is
 // returned as the limiter's failure. Check, which records nothing, cannot
 // tell whether a key absent from a full store, or from one whose last

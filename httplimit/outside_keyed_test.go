@@ -16,7 +16,8 @@ import (
 )
 
 // TestOutsideKeyGoneWhileFull: through the middleware (fields on refusal
-// only, so a decision asks for no quota and a refusal then asks ReadyAt), a
+// only, so a decision asks for no quota and a refusal is then decided again
+// through DecideStatus), a
 // request from a client at its
 // limit, while another goroutine deletes the client's key, fills the one-key
 // store with another client and gives the room back, is admitted, refused

@@ -283,7 +283,7 @@ func checkReadyNever(t *testing.T, name string, l lim, t0 time.Time, n int) {
 	}
 }
 
-// TestRefusedCallChangesNothing is P14: a call refused because one rule is
+// TestRefusedCallChangesNothing (docs/multi.md, "All-or-nothing"): a call refused because one rule is
 // full must leave every rule's state as it was, including the rules that
 // would have admitted it. A twin limiter that never sees the refused calls
 // must answer everything the same, now and later.
