@@ -446,8 +446,10 @@ func (l *Limiter) Allow(ctx context.Context, key string) (Decision, error) {
 // FailClosed returns a refusal and the error; FailOpen and FallBack return a
 // decision whose Err is the error, and a nil error. A call whose context has
 // already ended returns ctx.Err() under every policy, and so does one whose
-// context is cancelled while it waits for Redis. A call that timed out
-// may still have been applied by the server (docs/redis.md).
+// context is cancelled while it waits for Redis; one whose context's
+// deadline passes while it waits is a timeout, answered by the policy. A
+// call that timed out may still have been applied by the server
+// (docs/redis.md).
 func (l *Limiter) AllowN(ctx context.Context, key string, now time.Time, n int) (Decision, error) {
 	return l.decide(ctx, key, now, n, false)
 }
@@ -595,7 +597,14 @@ func decide(ctx context.Context, ls []*Limiter, keys []string, now time.Time, n 
 	defer cancel()
 	reply, err := l.run(ctx, rks, args)
 	if err == nil {
-		return l.decision(reply, nrules, now)
+		d, derr := l.decision(reply, nrules, now)
+		if derr == nil {
+			return d, nil
+		}
+		// A reply that is not the script's (a Client of the caller's
+		// own, a proxy) is a failure of Redis like any other: the
+		// policy answers, and the script may have run.
+		err = derr
 	}
 	var ne net.Error
 	if errors.As(err, &ne) && ne.Timeout() && !errors.Is(err, context.DeadlineExceeded) {
@@ -660,7 +669,7 @@ func (l *Limiter) run(ctx context.Context, keys []string, args []any) ([]int64, 
 // microseconds) gets instants it can compare with its own using ==.
 func (l *Limiter) decision(r []int64, nrules int, now time.Time) (Decision, error) {
 	if len(r) != 3+nrules {
-		return Decision{Source: FromError}, fmt.Errorf("redis: the %s script answered %d values, want %d", l.kind, len(r), 3+nrules)
+		return Decision{Source: FromError}, fmt.Errorf("the %s script answered %d values, want %d", l.kind, len(r), 3+nrules)
 	}
 	loc := time.Local
 	if !now.IsZero() {

@@ -2,6 +2,7 @@ package redis_test
 
 import (
 	"bytes"
+	"context"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -12,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/slidelimit/slidelimit/redis"
+	"github.com/slidelimit/slidelimit/redis/internal/redistest"
 )
 
 // dropProxy forwards TCP connections to a server, and cuts the connection
@@ -125,4 +127,164 @@ func TestNoRetryAfterLostReply(t *testing.T) {
 	require.Error(t, err)
 	require.False(t, d.Allowed)
 	require.Equal(t, 4, remaining("k"), "the decision was applied exactly once")
+}
+
+// TestNoRetryAfterLostEvalReply: the script is missing (SCRIPT FLUSH),
+// so the decision is EVALSHA (NOSCRIPT) then EVAL with the source; the reply
+// to the EVAL is lost after the server ran it. The go-redis client retries
+// (MaxRetries 5): the limiter's EVAL must not be retried either.
+func TestNoRetryAfterLostEvalReply(t *testing.T) {
+	s, _, dc := standalone(t)
+	rule := redis.Rule{Limit: 5, Window: time.Hour}
+	direct := mustLog(t, dc, redis.Options{Prefix: "lev"}, rule)
+	_, err := redistest.Do(s.Addr(), "SCRIPT", "FLUSH")
+	require.NoError(t, err)
+	p := newDropProxy(t, s.Addr(), "redis.call('GET'")
+	gc := goredis.NewClient(&goredis.Options{Addr: p.ln.Addr().String(), MaxRetries: 5, ContextTimeoutEnabled: true})
+	t.Cleanup(func() { _ = gc.Close() })
+	c, err := redis.NewGoRedis(gc)
+	require.NoError(t, err)
+	l := mustLog(t, c, redis.Options{Prefix: "lev", Timeout: time.Second}, rule)
+	now := at(epoch)
+	d, err := l.AllowN(t.Context(), "k", now, 1)
+	require.Error(t, err, "the reply to EVAL was lost")
+	require.False(t, d.Allowed)
+	d, err = direct.CheckN(t.Context(), "k", now, 0)
+	require.NoError(t, err)
+	require.Equal(t, rule.Limit-1, d.Remaining[0], "the decision was applied exactly once")
+}
+
+// proxyDialer routes every connection a go-redis client opens to addr
+// through a dropProxy of its own (made on first use), so that the reply to
+// the first command containing trigger, on any node, is lost.
+type proxyDialer struct {
+	t       *testing.T
+	trigger string
+	mu      sync.Mutex
+	proxies map[string]*dropProxy
+	armed   bool
+}
+
+func (d *proxyDialer) dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	d.mu.Lock()
+	p := d.proxies[addr]
+	if p == nil {
+		p = newDropProxy(d.t, addr, d.trigger)
+		p.armed.Store(d.armed)
+		d.proxies[addr] = p
+	}
+	d.mu.Unlock()
+	var nd net.Dialer
+	return nd.DialContext(ctx, network, p.ln.Addr().String())
+}
+
+func (d *proxyDialer) arm() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.armed = true
+	for _, p := range d.proxies {
+		p.armed.Store(true)
+	}
+}
+
+// TestClusterNoRetryAfterLostReply is TestNoRetryAfterLostReply on a
+// cluster client (MaxRetries 5, whose retry logic is not the single-node
+// client's): the decision whose reply is lost is applied once.
+func TestClusterNoRetryAfterLostReply(t *testing.T) {
+	cl := redistest.StartCluster(t)
+	_, dc := clusterClient(t, cl)
+	rule := redis.Rule{Limit: 5, Window: time.Hour}
+	direct := mustLog(t, dc, redis.Options{Prefix: "cnr"}, rule)
+	require.NoError(t, direct.Load(t.Context()))
+	pd := &proxyDialer{t: t, trigger: "evalsha", proxies: map[string]*dropProxy{}}
+	gc := goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: cl.Addrs(), ContextTimeoutEnabled: true, MaxRetries: 5, Dialer: pd.dial})
+	defer gc.Close() // before the proxies' cleanup, which waits for their connections
+	c, err := redis.NewGoRedis(gc)
+	require.NoError(t, err)
+	l := mustLog(t, c, redis.Options{Prefix: "cnr", Timeout: 2 * time.Second}, rule)
+	now := at(epoch)
+	// Warm every connection (no evalsha: Load sends SCRIPT LOAD).
+	require.NoError(t, l.Load(t.Context()))
+	pd.arm()
+	d, err := l.AllowN(t.Context(), "k", now, 1)
+	require.Error(t, err, "the reply was lost")
+	require.False(t, d.Allowed)
+	d, err = direct.CheckN(t.Context(), "k", now, 0)
+	require.NoError(t, err)
+	require.Equal(t, rule.Limit-1, d.Remaining[0], "the decision was applied exactly once")
+}
+
+// slowProxy forwards connections to target, holding every reply for delay:
+// the server runs each command at once, the client hears of it late.
+func slowProxy(t *testing.T, target string, delay time.Duration, armed *atomic.Bool) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	var wg sync.WaitGroup
+	t.Cleanup(func() { _ = ln.Close(); wg.Wait() })
+	wg.Go(func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			s, err := net.Dial("tcp", target)
+			if err != nil {
+				_ = c.Close()
+				continue
+			}
+			pipe := func(dst, src net.Conn, d time.Duration) {
+				buf := make([]byte, 64<<10)
+				for {
+					n, err := src.Read(buf)
+					if n > 0 {
+						if armed.Load() {
+							time.Sleep(d)
+						}
+						if _, err := dst.Write(buf[:n]); err != nil {
+							break
+						}
+					}
+					if err != nil {
+						break
+					}
+				}
+				_ = s.Close()
+				_ = c.Close()
+			}
+			wg.Go(func() { pipe(s, c, 0) })
+			wg.Go(func() { pipe(c, s, delay) })
+		}
+	})
+	return ln.Addr().String()
+}
+
+// TestTimeoutAppliedOnce: each decision's reply comes after its timeout,
+// though the server ran it at once. Each call that timed out is applied
+// once, never twice.
+func TestTimeoutAppliedOnce(t *testing.T) {
+	s, _, dc := standalone(t)
+	rule := redis.Rule{Limit: 10, Window: time.Hour}
+	direct := mustLog(t, dc, redis.Options{Prefix: "ta"}, rule)
+	require.NoError(t, direct.Load(t.Context()))
+	var armed atomic.Bool
+	gc := goredis.NewClient(&goredis.Options{Addr: slowProxy(t, s.Addr(), 150*time.Millisecond, &armed), ContextTimeoutEnabled: true, PoolSize: 1})
+	defer gc.Close()
+	c, err := redis.NewGoRedis(gc)
+	require.NoError(t, err)
+	l := mustLog(t, c, redis.Options{Prefix: "ta", Timeout: 50 * time.Millisecond}, rule)
+	now := at(epoch)
+	for range 2 {
+		armed.Store(false)
+		time.Sleep(200 * time.Millisecond)             // replies held before are through
+		require.NoError(t, gc.Ping(t.Context()).Err()) // a connection, its handshake done
+		armed.Store(true)
+		_, err := l.AllowN(t.Context(), "k", now, 1)
+		require.ErrorIs(t, err, context.DeadlineExceeded)
+	}
+	time.Sleep(500 * time.Millisecond)
+	d, err := direct.CheckN(t.Context(), "k", now, 0)
+	require.NoError(t, err)
+	applied := rule.Limit - d.Remaining[0]
+	t.Logf("applied %d for 2 timed-out calls", applied)
+	require.Equal(t, 2, applied)
 }

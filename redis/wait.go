@@ -32,7 +32,16 @@ func (l *Limiter) Wait(ctx context.Context, key string) error { return l.WaitN(c
 // above a limit) or ErrDeadline, at once, when waiting cannot succeed, an
 // error wrapping keyed.ErrFull when under FallBack the fallback had no room
 // for the key, and a decision's error (a bad key; Redis failing under
-// FailClosed) as AllowN returns it. In every error case WaitN admitted nothing.
+// FailClosed) as AllowN returns it. WaitN admitted nothing when it returns an
+// error, with the exception AllowN has: a decision whose reply was lost or
+// came after the timeout may have been applied by the server all the same
+// (docs/redis.md, "Failure policy and what it costs").
+//
+// As for AllowN, a round cut short by ctx's deadline (rather than by a
+// cancellation) is a Redis failure, answered by the policy: under FailOpen
+// it admits and under FallBack the fallback decides, so WaitN can return nil
+// just after ctx's deadline. A caller that must not be admitted past its
+// deadline gives the limiter a Timeout shorter than the time it can wait.
 //
 // Each round is one AllowN at the server's clock: when refused, WaitN sleeps
 // until the decision's ReadyAt (measured on the server's clock, from the
