@@ -1,10 +1,12 @@
 package redis_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -44,19 +46,31 @@ func TestCluster(t *testing.T) {
 			}
 		}
 		// Every master holds some of the keys, and every key is one Redis
-		// key in the slot of its own tag.
+		// key (counted by this limiter's prefix, so that the replays'
+		// keys do not count), in the slot of its own tag.
+		var mu sync.Mutex
 		perNode := map[string]int{}
-		for _, n := range cl.Nodes {
-			out, err := redistest.Do(n.Addr(), "DBSIZE")
-			require.NoError(t, err)
-			perNode[n.Addr()], _ = strconv.Atoi(out)
-		}
+		require.NoError(t, gc.ForEachMaster(t.Context(), func(ctx context.Context, m *goredis.Client) error {
+			ks, err := m.Keys(ctx, "spread:*").Result()
+			mu.Lock()
+			perNode[m.Options().Addr] = len(ks)
+			mu.Unlock()
+			return err
+		}))
+		require.Len(t, perNode, len(cl.Nodes))
 		total := 0
 		for addr, k := range perNode {
 			require.Positive(t, k, "master %s holds no key: %v", addr, perNode)
 			total += k
 		}
-		require.GreaterOrEqual(t, total, len(keys))
+		require.Equal(t, len(keys), total, "one Redis key per user key: %v", perNode)
+		for _, k := range keys {
+			rk, err := redis.RedisKey(l, k)
+			require.NoError(t, err)
+			n, err := gc.Exists(t.Context(), rk).Result()
+			require.NoError(t, err)
+			require.EqualValues(t, 1, n, "key %q: its Redis key %q", k, rk)
+		}
 		slots := map[string]bool{}
 		for _, k := range keys {
 			rk, err := redis.RedisKey(l, k)
