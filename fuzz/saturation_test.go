@@ -7,6 +7,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/slidelimit/slidelimit/internal/twocount"
 	"github.com/slidelimit/slidelimit/multi"
 	"github.com/slidelimit/slidelimit/ring"
 )
@@ -119,4 +120,49 @@ func TestIssue10WaitBeyondRange(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestReadyAtLastInstant: a window that empties exactly at the last instant
+// a limiter represents: ReadyAt names that instant (AllowN admits there),
+// not "never", for the exact limiters (their last stamp, 2^61-1 ns after
+// the base) and for Approx (twocount.OffMax), whose DecideStatus names it
+// as RetryAt and ResetAt too.
+func TestReadyAtLastInstant(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const w = time.Second
+		base := time.Now() // the limiters below take their base at this instant
+		l, _ := ring.New(1, w)
+		m, _ := multi.New(multi.Rule{Limit: 1, Window: w}, multi.Rule{Limit: 3, Window: time.Millisecond})
+		last := base.Add(1<<61 - 1)
+		at := last.Add(-w)
+		for _, x := range []exact{l, m} {
+			if !x.AllowN(at, 1) {
+				t.Fatalf("%T: first call refused", x)
+			}
+			r, ok := x.ReadyAt(at, 1)
+			if !ok || !r.Equal(last) {
+				t.Errorf("%T: ReadyAt = base%+v, %v; want the last instant base%+v, true", x, r.Sub(base), ok, last.Sub(base))
+			}
+			if !x.AllowN(last, 1) {
+				t.Errorf("%T: AllowN(last instant) refused", x)
+			}
+		}
+
+		a, _ := multi.NewApprox(multi.Rule{Limit: 1, Window: w})
+		last = base.Add(twocount.OffMax)
+		at = last.Add(-2 * w)
+		if !a.AllowN(at, 1) {
+			t.Fatal("Approx: first call refused")
+		}
+		r, ok := a.ReadyAt(at, 1)
+		if !ok || !r.Equal(last) {
+			t.Errorf("Approx: ReadyAt = base%+v, %v; want base%+v, true", r.Sub(base), ok, last.Sub(base))
+		}
+		if s := a.DecideStatus(at, 1); s.Admitted || !s.RetryAt.Equal(last) || !s.ResetAt.Equal(last) {
+			t.Errorf("Approx: DecideStatus = %+v; want RetryAt and ResetAt base%+v", s, last.Sub(base))
+		}
+		if !a.AllowN(last, 1) {
+			t.Error("Approx: AllowN(last instant) refused")
+		}
+	})
 }

@@ -3,6 +3,7 @@ package multi_test
 import (
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -77,5 +78,45 @@ func stressPhases(t *testing.T, name string, newf func(...multi.Rule) (lim, erro
 	}
 	if a, ok := l.(*multi.Approx); ok {
 		t.Logf("approx %v: %d slots after the stress", rules, multi.Slots(a))
+	}
+}
+
+// TestStressRefusedLoserFreesSlot: an Approx call that loses the head's
+// compare-and-swap to another admission and is then refused must give its
+// scratch slot back (and one that retries must re-tag it): a leaked slot per
+// such call grows the table to its 4094 slots, after which every admission
+// spins in acquire for ever, and an untagged slot makes every later call
+// spin in its load. Phases of 8 goroutines at one instant, limit 4, so that
+// every phase has losers that are then refused: the table must stay small,
+// and every phase must end.
+func TestStressRefusedLoserFreesSlot(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(8))
+	a, err := multi.NewApprox(multi.Rule{Limit: 4, Window: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	end := time.Now().Add(time.Second)
+	for phase := 0; time.Now().Before(end); phase++ {
+		at := t0.Add(time.Duration(phase) * 10 * time.Millisecond)
+		var admitted atomic.Int64
+		var wg, start sync.WaitGroup
+		start.Add(1)
+		for range 8 {
+			wg.Go(func() {
+				start.Wait()
+				if a.AllowN(at, 1) {
+					admitted.Add(1)
+				}
+			})
+		}
+		start.Done()
+		wg.Wait()
+		if got := admitted.Load(); got != 4 {
+			t.Fatalf("phase %d: admitted %d of 8 calls at one instant, limit 4", phase, got)
+		}
+		if s := multi.Slots(a); s > 64 {
+			t.Fatalf("phase %d: the slot table holds %d slots for 8 callers", phase, s)
+		}
 	}
 }

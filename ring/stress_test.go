@@ -1,10 +1,14 @@
 package ring
 
 import (
+	"fmt"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/slidelimit/slidelimit"
 )
 
 // TestStressEqualInstants drives both implementations through the exported
@@ -44,14 +48,21 @@ func TestStressEqualInstants(t *testing.T) {
 
 // TestStressTwoLapReaders: one goroutine admits a unit every 10ns of
 // instants (limit 3, window 10ns: every state has 2 units of room at its
-// latest instant) while another asks, at the stale instant t0, what remains
-// and when 2 would fit: every state answers 2, and t0. A reader that mixed
-// slots of two laps of the ring answered 0 and instants up to a millisecond
-// later, within a tenth of a second (internal/slidelog's TestOutsideTwoLaps
-// has the refusals too).
+// latest instant) while three others ask, at the stale instant t0, what
+// remains and when 2 would fit: every state answers 2, and t0, and so does
+// DecideStatus(t0, 0). A reader that mixed slots of two laps of the ring
+// answered 0 and instants up to a millisecond later. With one reader and
+// GOMAXPROCS at the machine's 2, dropping the freshness check from TokensAt
+// went unnoticed and from ReadyAt was caught in 2 runs of 3; with three
+// readers at GOMAXPROCS 8 for a second each is caught in every run
+// (internal/slidelog's TestOutsideTwoLaps has the refusals too).
 func TestStressTwoLapReaders(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(8))
 	for _, impl := range impls {
 		l := impl.new(3, 10*time.Nanosecond)
+		st, hasStatus := l.(interface {
+			DecideStatus(time.Time, int) slidelimit.Status
+		})
 		at := func(i int64) time.Time { return t0.Add(time.Duration(10 * i)) }
 		if !l.AllowN(at(1), 1) {
 			t.Fatalf("%s: first admission refused", impl.name)
@@ -59,30 +70,35 @@ func TestStressTwoLapReaders(t *testing.T) {
 		var stop atomic.Bool
 		var wrong atomic.Value
 		var wg sync.WaitGroup
-		wg.Add(2)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for i := int64(2); !stop.Load(); i++ {
 				if !l.AllowN(at(i), 1) {
 					wrong.CompareAndSwap(nil, "the writer was refused")
 					return
 				}
 			}
-		}()
-		go func() {
-			defer wg.Done()
-			for !stop.Load() {
-				if k := l.TokensAt(t0); k != 2 {
-					wrong.CompareAndSwap(nil, "TokensAt(t0) != 2")
-					return
+		})
+		for range 3 {
+			wg.Go(func() {
+				for !stop.Load() {
+					if k := l.TokensAt(t0); k != 2 {
+						wrong.CompareAndSwap(nil, fmt.Sprintf("TokensAt(t0) = %d", k))
+						return
+					}
+					if r, ok := l.ReadyAt(t0, 2); !ok || !r.Equal(t0) {
+						wrong.CompareAndSwap(nil, "ReadyAt(t0, 2) = t0+"+r.Sub(t0).String())
+						return
+					}
+					if hasStatus {
+						if s := st.DecideStatus(t0, 0); s.Remaining != 2 {
+							wrong.CompareAndSwap(nil, fmt.Sprintf("DecideStatus(t0, 0) = %+v", s))
+							return
+						}
+					}
 				}
-				if r, ok := l.ReadyAt(t0, 2); !ok || !r.Equal(t0) {
-					wrong.CompareAndSwap(nil, "ReadyAt(t0, 2) = t0+"+r.Sub(t0).String())
-					return
-				}
-			}
-		}()
-		for end := time.Now().Add(200 * time.Millisecond); time.Now().Before(end) && wrong.Load() == nil; {
+			})
+		}
+		for end := time.Now().Add(time.Second); time.Now().Before(end) && wrong.Load() == nil; {
 			time.Sleep(5 * time.Millisecond)
 		}
 		stop.Store(true)
@@ -90,5 +106,58 @@ func TestStressTwoLapReaders(t *testing.T) {
 		if w := wrong.Load(); w != nil {
 			t.Fatalf("%s: %v: no state the limiter was in gives that answer", impl.name, w)
 		}
+	}
+}
+
+// TestStressRefusalStatus: three callers at the stale instant t0 ask
+// DecideStatus(t0, 1) while a writer fills the limit (3 per 30ns) in bursts
+// at later instants. Whatever state a refusal read, its status must leave
+// less than 1 and name a RetryAt after t0, also when it had to be read again
+// because the writer overwrote the stamps it needed: a fallback that read
+// the live state at t0 instead told refused callers their cost fitted now
+// (docs/ring.md), and this test catches it in every run.
+func TestStressRefusalStatus(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(8))
+	l, err := New(3, 30*time.Nanosecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stop atomic.Bool
+	var wrong atomic.Value
+	var refusals atomic.Int64
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for k := int64(1); !stop.Load(); k++ {
+			at := t0.Add(time.Duration(30 * k))
+			for range 3 {
+				l.AllowN(at, 1)
+			}
+		}
+	})
+	for range 3 {
+		wg.Go(func() {
+			for !stop.Load() {
+				s := l.DecideStatus(t0, 1)
+				if s.Admitted {
+					continue
+				}
+				refusals.Add(1)
+				if s.Remaining >= 1 || !s.RetryAt.After(t0) {
+					wrong.CompareAndSwap(nil, fmt.Sprintf("refused DecideStatus(t0, 1) = %+v", s))
+					return
+				}
+			}
+		})
+	}
+	for end := time.Now().Add(time.Second); time.Now().Before(end) && wrong.Load() == nil; {
+		time.Sleep(5 * time.Millisecond)
+	}
+	stop.Store(true)
+	wg.Wait()
+	if w := wrong.Load(); w != nil {
+		t.Fatal(w)
+	}
+	if refusals.Load() == 0 {
+		t.Fatal("no call was refused: the test checked nothing")
 	}
 }

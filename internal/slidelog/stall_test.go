@@ -268,3 +268,25 @@ func TestHeldDescriptorIsNotReused(t *testing.T) {
 		t.Fatalf("batch not finished")
 	}
 }
+
+// TestLateFillWritesNothing: a helper descheduled inside fill, resumed after
+// its batch was finished by others and the ring has gone a lap further, must
+// write nothing: the slots it meant to fill now hold later indices (without
+// the check, it wrote a stale stamp with the wrong lap bit over them).
+func TestLateFillWritesNothing(t *testing.T) {
+	l := New([]Rule{{Limit: 4, Window: 1000}})
+	h, d, stamp := claimOnly(t, l, 10, 2)
+	l.drive(d) // another caller completes the batch
+	for i := range int64(4) {
+		if !l.AllowN(5000+i, 1) {
+			t.Fatal("admission refused")
+		}
+	}
+	before := words(l)
+	if l.fill(h, 2, stamp) {
+		t.Error("late fill reported that it filled the batch")
+	}
+	if after := words(l); !slices.Equal(before, after) {
+		t.Fatalf("late fill changed the log:\n%x\n%x", before, after)
+	}
+}
