@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 	"unsafe"
+
+	"github.com/slidelimit/slidelimit/internal/twoword"
 )
 
 // TestTableGrowsAndShrinks: the slots stay between minLoad and maxLoad
@@ -67,6 +69,109 @@ func TestCellKeyBytes(t *testing.T) {
 			if got, want := sameKey(c, other, true), c.key == other; got != want {
 				t.Fatalf("sameKey(cell %q, %q) = %v, want %v", c.key, other, got, want)
 			}
+		}
+	}
+}
+
+// sameHome returns count int keys of t that fall in one shard and share a
+// home slot in an array of n slots.
+func sameHome(t *table[int], count, n int) []int {
+	byHome := map[[2]uint64][]int{}
+	for k := 0; ; k++ {
+		h := t.hash(k)
+		id := [2]uint64{h >> (64 - shardBits), uint64(home(h, n))}
+		byHome[id] = append(byHome[id], k)
+		if len(byHome[id]) == count {
+			return byHome[id]
+		}
+	}
+}
+
+// TestInsertFindsKeyPastTombstone: loadOrInsert, which a creator calls
+// when its lock-free lookup missed the key (another creator inserted it
+// meanwhile), must find a key stored past a tombstone on its probe path,
+// not insert a second cell for it.
+func TestInsertFindsKeyPastTombstone(t *testing.T) {
+	tb := newTable[int](false)
+	ks := sameHome(tb, 3, minSlots)
+	cells := map[int]*cell[int]{}
+	for _, k := range ks {
+		c := newCell(k, false)
+		if got, loaded := tb.loadOrInsert(tb.hash(k), c); loaded || got != c {
+			t.Fatalf("insert %d: loaded=%v", k, loaded)
+		}
+		cells[k] = c
+	}
+	// Remove the first key: a tombstone at the shared home slot.
+	h0 := tb.hash(ks[0])
+	sh := tb.shardOf(h0)
+	sh.mu.Lock()
+	twoword.Kill(&cells[ks[0]].cnt)
+	if !sh.removeLocked(h0, cells[ks[0]]) {
+		t.Fatal("remove failed")
+	}
+	sh.mu.Unlock()
+	for _, k := range ks[1:] {
+		got, loaded := tb.loadOrInsert(tb.hash(k), newCell(k, false))
+		if !loaded || got != cells[k] {
+			t.Fatalf("key %d present past a tombstone: loadOrInsert inserted a second cell (loaded=%v)", k, loaded)
+		}
+		if f := tb.find(tb.hash(k), k); f != cells[k] {
+			t.Fatalf("key %d: find returns another cell", k)
+		}
+	}
+}
+
+// TestTableChurnOneShard: many keys of one shard inserted and removed in
+// turns (tombstones, growth, shrinking): every present key is found, once,
+// and the counts stay right.
+func TestTableChurnOneShard(t *testing.T) {
+	tb := newTable[int](false)
+	var ks []int
+	for k := 0; len(ks) < 300; k++ {
+		if tb.hash(k)>>(64-shardBits) == 7 {
+			ks = append(ks, k)
+		}
+	}
+	present := map[int]*cell[int]{}
+	sh := &tb.shards[7]
+	for round := 0; round < 40; round++ {
+		for i, k := range ks {
+			if (i+round)%3 == 0 {
+				if c := present[k]; c != nil {
+					sh.mu.Lock()
+					twoword.Kill(&c.cnt)
+					if !sh.removeLocked(tb.hash(k), c) {
+						t.Fatalf("round %d: remove %d failed", round, k)
+					}
+					sh.mu.Unlock()
+					delete(present, k)
+				}
+			} else if present[k] == nil || round%5 == 0 {
+				c := newCell(k, false)
+				got, loaded := tb.loadOrInsert(tb.hash(k), c)
+				if loaded != (present[k] != nil) {
+					t.Fatalf("round %d key %d: loaded=%v, present=%v", round, k, loaded, present[k] != nil)
+				}
+				if loaded && got != present[k] {
+					t.Fatalf("round %d key %d: another cell", round, k)
+				}
+				present[k] = got
+			}
+		}
+		live := 0
+		tb.rangeShard(7, func(c *cell[int]) bool { live++; return true })
+		if live != len(present) || sh.live != len(present) {
+			t.Fatalf("round %d: %d cells ranged, live=%d, want %d", round, live, sh.live, len(present))
+		}
+		for _, k := range ks {
+			if got := tb.find(tb.hash(k), k); got != present[k] {
+				t.Fatalf("round %d: find(%d) = %p, want %p", round, k, got, present[k])
+			}
+		}
+		arr := sh.slots.Load()
+		if arr != nil && sh.used*100 > len(arr.s)*maxLoad {
+			t.Fatalf("round %d: %d of %d slots used", round, sh.used, len(arr.s))
 		}
 	}
 }

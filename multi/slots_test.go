@@ -1,6 +1,9 @@
 package multi
 
 import (
+	"runtime"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -184,5 +187,62 @@ func TestOlder(t *testing.T) {
 	}
 	if nextTag(tagMask) != 1 || nextTag(1) != 2 {
 		t.Error("nextTag does not wrap from the largest tag to 1")
+	}
+}
+
+// ownedSlots counts the slots marked owned: when no call is in progress,
+// only the head's.
+func ownedSlots(a *Approx) int {
+	n := 0
+	for c := range maxChunks {
+		p := a.chunks[c].Load()
+		if p == nil {
+			continue
+		}
+		words := *p
+		for off := uint64(0); off < uint64(2)<<c; off++ {
+			if words[off*a.stride+stateW].Load()&owned != 0 {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// TestNoSlotLeak: calls that fit on their first snapshot, lose the head
+// to a concurrent admission and are then refused must give their scratch
+// slot back. Once every call has returned, exactly one slot (the head's) is
+// owned, whatever the contention was.
+func TestNoSlotLeak(t *testing.T) {
+	for _, procs := range []int{2, 8} {
+		old := runtime.GOMAXPROCS(procs)
+		a, err := NewApprox(Rule{Limit: 16, Window: 1000}, Rule{Limit: 50, Window: 100000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		base := time.Now()
+		var clk atomic.Int64
+		for phase := 0; phase < 1000; phase++ {
+			now := base.Add(time.Duration(clk.Add(1_000_000)))
+			var ready atomic.Int32
+			var wg sync.WaitGroup
+			for g := 0; g < procs; g++ {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					ready.Add(1)
+					for ready.Load() < int32(procs) {
+						runtime.Gosched()
+					}
+					for a.AllowN(now, 1) {
+					}
+				}()
+			}
+			wg.Wait()
+		}
+		runtime.GOMAXPROCS(old)
+		if n := ownedSlots(a); n != 1 {
+			t.Errorf("GOMAXPROCS %d: %d slots owned after every call returned, want 1 (table of %d)", procs, n, Slots(a))
+		}
 	}
 }
