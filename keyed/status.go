@@ -50,10 +50,10 @@ func (w *Window[K]) DecideStatus(key K, now time.Time, n int) (Status, error) {
 		if dead {
 			continue
 		}
-		s := w.status(now, seen)
+		s := w.status(now, off, seen)
 		s.Admitted = ok
 		if !ok {
-			s.RetryAt, _ = seen.ReadyAt(&w.rule, w.base, now, int64(n))
+			s.RetryAt, _ = seen.ReadyAt(&w.rule, w.base, now, off, int64(n))
 		}
 		return s, nil
 	}
@@ -69,11 +69,12 @@ func (w *Window[K]) peek(h uint64, key K, now time.Time, off int64) Status {
 		}
 		return Status{Remaining: int(w.rule.Limit), ResetAt: now}
 	}
-	return w.status(now, st)
+	return w.status(now, off, st)
 }
 
-// status is Remaining and ResetAt of the state s, read for a call at now.
-func (w *Window[K]) status(now time.Time, s twoword.Seen) Status {
-	rem, reset := s.Quota(&w.rule, w.base, now)
+// status is Remaining and ResetAt of the state s, read for a call at now,
+// whose offset is off.
+func (w *Window[K]) status(now time.Time, off int64, s twoword.Seen) Status {
+	rem, reset := s.Quota(&w.rule, w.base, now, off)
 	return Status{Remaining: int(rem), ResetAt: reset}
 }

@@ -283,7 +283,8 @@ func (w *Window[K]) readyAt(key K, now time.Time, n int) (at time.Time, ok, abse
 		}
 		return time.Time{}, false, false
 	}
-	st, found := w.view(w.keys.hash(key), key, w.base.Offset(now))
+	off := w.base.Offset(now)
+	st, found := w.view(w.keys.hash(key), key, off)
 	if !found {
 		if w.full() {
 			return time.Time{}, false, true
@@ -291,7 +292,7 @@ func (w *Window[K]) readyAt(key K, now time.Time, n int) (at time.Time, ok, abse
 		return now, true, false
 	}
 	// As window.Limiter.ReadyAt.
-	at, ok = st.ReadyAt(&w.rule, w.base, now, int64(n))
+	at, ok = st.ReadyAt(&w.rule, w.base, now, off, int64(n))
 	return at, ok, false
 }
 

@@ -296,11 +296,12 @@ func (a *Approx) ResetsAt(now time.Time, dst []time.Time) []time.Time {
 	}
 	var buf [stackRules]ruleView
 	seen := a.views(&buf)
-	a.viewAll(twocount.Clamp(a.base.Offset(now)), seen)
+	off := a.base.Offset(now)
+	a.viewAll(twocount.Clamp(off), seen)
 	for i := range seen {
 		r, v := &a.rules[i], &seen[i]
 		at, fits := readyOf(r, v, r.Limit, r.Tokens(v.p, v.c, v.t-v.ws))
-		dst = append(dst, a.instant(now, at, fits))
+		dst = append(dst, a.instant(now, off, at, fits))
 	}
 	return dst
 }
@@ -319,7 +320,8 @@ func (a *Approx) ReadyAt(now time.Time, n int) (at time.Time, ok bool) {
 	if n < 0 || n > a.minLimit {
 		return time.Time{}, false
 	}
-	off := twocount.Clamp(a.base.Offset(now))
+	raw := a.base.Offset(now)
+	off := twocount.Clamp(raw)
 	for {
 		h, s := a.load()
 		var ready int64 = twocount.OffMin
@@ -340,7 +342,7 @@ func (a *Approx) ReadyAt(now time.Time, n int) (at time.Time, ok bool) {
 		case ready > twocount.OffMax:
 			return time.Time{}, false
 		default:
-			return a.base.At(now, ready), true
+			return a.base.At(now, raw, ready), true
 		}
 	}
 }

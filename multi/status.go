@@ -109,13 +109,13 @@ func (a *Approx) decideRules(now time.Time, n int, rules []slidelimit.Status, ea
 		rs := slidelimit.Status{Admitted: ok, Remaining: int(tokens)}
 		st.Remaining = min(st.Remaining, rs.Remaining)
 		at, fits := readyOf(r, v, r.Limit, tokens)
-		rs.ResetAt = a.instant(now, at, fits)
+		rs.ResetAt = a.instant(now, off, at, fits)
 		if at, fits = readyOf(r, v, int64(a.minLimit), tokens); !fits {
 			resetFits, resetAt = false, max(resetAt, at)
 		}
 		if retry {
 			at, fits = readyOf(r, v, int64(n), tokens)
-			rs.RetryAt = a.instant(now, at, fits)
+			rs.RetryAt = a.instant(now, off, at, fits)
 			if !fits {
 				retryFits, retryAt = false, max(retryAt, at)
 			}
@@ -124,9 +124,9 @@ func (a *Approx) decideRules(now time.Time, n int, rules []slidelimit.Status, ea
 			rules = append(rules, rs)
 		}
 	}
-	st.ResetAt = a.instant(now, resetAt, resetFits)
+	st.ResetAt = a.instant(now, off, resetAt, resetFits)
 	if retry {
-		st.RetryAt = a.instant(now, retryAt, retryFits)
+		st.RetryAt = a.instant(now, off, retryAt, retryFits)
 	}
 	return st, rules
 }
@@ -158,18 +158,18 @@ func readyOf(r *twocount.Rule, v *ruleView, n, tokens int64) (at int64, fits boo
 	return at, at == v.t
 }
 
-// instant is the answer of ReadyAt for a call at now, from the offset at at
-// which the cost fits (fits: at the call's own instant): now itself, the
-// instant at, or the zero Time past the last instant the limiter tells
-// apart.
-func (a *Approx) instant(now time.Time, at int64, fits bool) time.Time {
+// instant is the answer of ReadyAt for a call at now (whose offset is off),
+// from the offset at at which the cost fits (fits: at the call's own
+// instant): now itself, the instant at, or the zero Time past the last
+// instant the limiter tells apart.
+func (a *Approx) instant(now time.Time, off, at int64, fits bool) time.Time {
 	switch {
 	case fits:
 		return now
 	case at > twocount.OffMax:
 		return time.Time{}
 	}
-	return a.base.At(now, at)
+	return a.base.At(now, off, at)
 }
 
 // views is buf, or a new slice when the rules do not fit in it, cut to one

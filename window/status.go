@@ -28,21 +28,22 @@ func (l *Limiter) DecideStatus(now time.Time, n int) Status {
 	}
 	off := l.base.Offset(now)
 	if n <= 0 || int64(n) > l.rule.Limit {
-		s := l.status(l.seen(off), now)
+		s := l.status(l.seen(off), now, off)
 		s.Admitted = n == 0
 		return s
 	}
 	ok, _, seen := twoword.Decide(&l.at, &l.cnt, &l.rule, off, n)
-	s := l.status(seen, now)
+	s := l.status(seen, now, off)
 	s.Admitted = ok
 	if !ok {
-		s.RetryAt, _ = seen.ReadyAt(&l.rule, l.base, now, int64(n))
+		s.RetryAt, _ = seen.ReadyAt(&l.rule, l.base, now, off, int64(n))
 	}
 	return s
 }
 
-// status is Remaining and ResetAt of the state s, read for a call at now.
-func (l *Limiter) status(s twoword.Seen, now time.Time) Status {
-	rem, reset := s.Quota(&l.rule, l.base, now)
+// status is Remaining and ResetAt of the state s, read for a call at now,
+// whose offset is off.
+func (l *Limiter) status(s twoword.Seen, now time.Time, off int64) Status {
+	rem, reset := s.Quota(&l.rule, l.base, now, off)
 	return Status{Remaining: int(rem), ResetAt: reset}
 }

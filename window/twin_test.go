@@ -85,8 +85,9 @@ func (m *mutexLimiter) ReadyAt(now time.Time, n int) (time.Time, bool) {
 	if n < 0 || int64(n) > m.rule.Limit {
 		return time.Time{}, false
 	}
+	off := m.base.Offset(now)
 	m.mu.Lock()
-	t, ws, p, c := m.viewLocked(m.base.Offset(now))
+	t, ws, p, c := m.viewLocked(off)
 	m.mu.Unlock()
 	switch r := m.rule.ReadyAt(ws, p, c, t, int64(n)); {
 	case r == t:
@@ -94,7 +95,7 @@ func (m *mutexLimiter) ReadyAt(now time.Time, n int) (time.Time, bool) {
 	case r > twocount.OffMax:
 		return time.Time{}, false
 	default:
-		return m.base.At(now, r), true
+		return m.base.At(now, off, r), true
 	}
 }
 

@@ -198,7 +198,8 @@ func (l *Limiter) ReadyAt(now time.Time, n int) (at time.Time, ok bool) {
 	}
 	// now itself when n fits at the instant now is decided at; never past
 	// the last instant the limiter tells apart.
-	return l.seen(l.base.Offset(now)).ReadyAt(&l.rule, l.base, now, int64(n))
+	off := l.base.Offset(now)
+	return l.seen(off).ReadyAt(&l.rule, l.base, now, off, int64(n))
 }
 
 // IdleAt reports whether the limiter carries no information at now: nothing

@@ -37,19 +37,35 @@ func (b Base) Now() int64 { return int64(time.Since(b.t)) }
 // limiter's own use; an answer to a caller goes through At).
 func (b Base) Time(off int64) time.Time { return b.t.Add(time.Duration(off)) }
 
-// At converts an offset back to an instant on the clock of now, the instant
-// the caller asked at (OnClockOf).
-func (b Base) At(now time.Time, off int64) time.Time {
-	return OnClockOf(now, b.t.Add(time.Duration(off)))
+// exact bounds the offsets of instants At derives from the caller's own:
+// within it, off and at are exact and their difference cannot overflow.
+const exact = 1 << 62
+
+// At converts the offset at back to an instant on the clock of now, the
+// instant the caller asked at, whose own offset (Offset(now)) is off: now
+// plus the difference, so that the answer has now's location and a
+// monotonic reading only when now has one. A caller who passes instants
+// built by hand (time.Date, time.Unix, parsed) gets such instants back,
+// equal (==) to the ones it computes itself and whichever limiter answered;
+// one who passes readings of time.Now gets readings it can compare on the
+// monotonic clock. For a now too far from b for its offset to be exact, the
+// instant is taken from b and put on now's clock (OnClockOf).
+func (b Base) At(now time.Time, off, at int64) time.Time {
+	if -exact <= off && off <= exact {
+		return now.Add(time.Duration(at - off))
+	}
+	return b.far(now, at)
+}
+
+// far is At for a now whose offset is not exact (kept apart so that At
+// inlines).
+func (b Base) far(now time.Time, at int64) time.Time {
+	return OnClockOf(now, b.t.Add(time.Duration(at)))
 }
 
 // OnClockOf returns the instant t on the clock of now: t itself when now has
 // a monotonic reading (a reading of time.Now, as t is), and otherwise t in
-// now's location without a monotonic reading. So a caller who passes
-// instants built by hand (time.Date, time.Unix, parsed) gets such instants
-// back, equal (==) to the ones it computes itself and whichever limiter
-// answered; one who passes readings of time.Now gets readings it can compare
-// on the monotonic clock.
+// now's location without a monotonic reading.
 func OnClockOf(now, t time.Time) time.Time {
 	if now != now.Round(0) {
 		return t // now has a monotonic reading
@@ -66,7 +82,20 @@ func (b Base) Ready(now time.Time, off, at int64, ok bool) (time.Time, bool) {
 		return time.Time{}, false
 	}
 	if at != off {
-		now = b.At(now, at)
+		now = b.At(now, off, at)
+	}
+	return now, true
+}
+
+// ReadyFrom is Ready for an answer computed at the instant t, which may not
+// be off (a limiter decides a stale or out-of-range instant at a later one):
+// now itself when the answer is t.
+func (b Base) ReadyFrom(now time.Time, off, t, at int64, ok bool) (time.Time, bool) {
+	if !ok {
+		return time.Time{}, false
+	}
+	if at != t {
+		now = b.At(now, off, at)
 	}
 	return now, true
 }

@@ -68,3 +68,35 @@ func TestWaitRetriesAtOnce(t *testing.T) {
 		}
 	})
 }
+
+// TestAtOnCallersClock: At names the same instant as Time, on the caller's
+// clock: with a monotonic reading only when now has one, in now's location;
+// also for instants too far from the base for their offset to be exact (the
+// zero Time, the year 9999), which take the other path.
+func TestAtOnCallersClock(t *testing.T) {
+	b := NewBase()
+	loc := time.FixedZone("UTC-7", -7*3600)
+	nows := []time.Time{
+		time.Now(),
+		time.Now().Round(0).In(loc),
+		time.Date(2026, 3, 4, 5, 6, 7, 8, time.UTC),
+		{},
+		time.Date(9999, 12, 31, 23, 59, 59, 0, loc),
+	}
+	for _, now := range nows {
+		off := b.Offset(now)
+		mono := now != now.Round(0)
+		for _, at := range []int64{0, 1, off, off + 1, off + int64(time.Hour), 1 << 61, -(1 << 61)} {
+			got := b.At(now, off, at)
+			if !got.Equal(b.Time(at)) {
+				t.Errorf("At(%v, %d): %v, want the instant %v", now, at, got, b.Time(at))
+			}
+			if (got != got.Round(0)) != mono {
+				t.Errorf("At(%v, %d) = %v: monotonic reading %v, now's %v", now, at, got, got != got.Round(0), mono)
+			}
+			if got.Location() != now.Location() {
+				t.Errorf("At(%v, %d) = %v: in %v, want %v", now, at, got, got.Location(), now.Location())
+			}
+		}
+	}
+}

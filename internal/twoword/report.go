@@ -18,20 +18,21 @@ func (s Seen) Remaining(r *twocount.Rule) int64 {
 // ReadyAt is the instant, not before now, at which n fits on the state s under
 // rule r if nothing else is admitted, and true; or false if n does not fit
 // even at the last instant a window tells apart. b is the base the state's
-// offsets are taken from and now the instant the call that read s was given.
-func (s Seen) ReadyAt(r *twocount.Rule, b clock.Base, now time.Time, n int64) (time.Time, bool) {
+// offsets are taken from, now the instant the call that read s was given and
+// off its offset from b.
+func (s Seen) ReadyAt(r *twocount.Rule, b clock.Base, now time.Time, off, n int64) (time.Time, bool) {
 	at := r.ReadyAt(s.Start, s.Prev, s.Curr, s.T, n)
-	return b.Ready(now, s.T, at, at <= twocount.OffMax)
+	return b.ReadyFrom(now, off, s.T, at, at <= twocount.OffMax)
 }
 
 // Quota is Remaining, and the instant, not before now, at which the whole
 // limit fits on s if nothing else is admitted: now when it fits now, the zero
 // Time when it never does (see ReadyAt).
-func (s Seen) Quota(r *twocount.Rule, b clock.Base, now time.Time) (rem int64, reset time.Time) {
+func (s Seen) Quota(r *twocount.Rule, b clock.Base, now time.Time, off int64) (rem int64, reset time.Time) {
 	rem = s.Remaining(r)
 	if rem >= r.Limit {
 		return rem, now
 	}
-	reset, _ = s.ReadyAt(r, b, now, r.Limit)
+	reset, _ = s.ReadyAt(r, b, now, off, r.Limit)
 	return rem, reset
 }
