@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/slidelimit/slidelimit"
+	"github.com/slidelimit/slidelimit/internal/clock"
 )
 
 // Allow is shorthand for AllowN(key, time.Now(), 1).
@@ -406,9 +407,14 @@ func (k *Limiter[K, L]) readyAt(key K, now time.Time, n int) (at time.Time, ok, 
 // readyAt maps a limiter's answer for the clamped instant t back to the
 // caller's now: if n fits at t, AllowN(key, now, n) admits it (deciding at t),
 // so the answer is now, as a limiter answers for a now it clamps itself.
+// A later answer is put on now's clock (clock.OnClockOf): t, and so the
+// limiter's answer, may be a sweep's floor, on the sweeper's clock.
 func readyAt(now, t, at time.Time, ready bool) (time.Time, bool) {
 	if ready && !at.After(t) {
 		return now, true
+	}
+	if ready && t != now {
+		at = clock.OnClockOf(now, at)
 	}
 	return at, ready
 }

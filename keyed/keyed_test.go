@@ -662,3 +662,44 @@ func TestFutureSweepFloor(t *testing.T) {
 		}
 	}
 }
+
+// TestFloorAnswersOnCallersClock: after a sweep, a call before its instant is
+// decided at that floor, and the limiter's answers for it (ReadyAt, and
+// DecideStatus's RetryAt and ResetAt) come on the caller's clock all the
+// same: for instants built by hand in the caller's location, that location
+// and no monotonic reading, whether the floor is a reading of time.Now or an
+// instant in another location. They were the floor's.
+func TestFloorAnswersOnCallersClock(t *testing.T) {
+	loc := time.FixedZone("UTC+5", 5*3600)
+	for _, floor := range []string{"time.Now", "UTC"} {
+		k, err := keyed.New[string](func() (*ring.Limiter, error) { return ring.New(1, time.Hour) })
+		if err != nil {
+			t.Fatal(err)
+		}
+		t0 := time.Unix(time.Now().Unix()-60, 0).In(loc)
+		if !k.AllowN("a", t0, 1) {
+			t.Fatal("first call refused")
+		}
+		if floor == "time.Now" {
+			k.Sweep(time.Now())
+		} else {
+			k.Sweep(t0.Add(time.Second).UTC())
+		}
+		at, ok := k.ReadyAt("a", t0, 1)
+		// A floor read from time.Now mixes the monotonic clock into a
+		// key decided on wall instants ("One clock for every key"):
+		// its answer may be off by their drift since New, here 1 ns.
+		if want := t0.Add(time.Hour); !ok || at.Sub(want).Abs() > time.Millisecond || floor == "UTC" && !at.Equal(want) {
+			t.Errorf("floor %s: ReadyAt = %v, %v; want %v", floor, at, ok, want)
+		}
+		s, err := k.DecideStatus("a", t0, 1)
+		if err != nil || s.Admitted {
+			t.Fatalf("floor %s: DecideStatus = %+v, %v; want a refusal", floor, s, err)
+		}
+		for what, x := range map[string]time.Time{"ReadyAt": at, "RetryAt": s.RetryAt, "ResetAt": s.ResetAt} {
+			if x != x.Round(0) || x.Location() != loc {
+				t.Errorf("floor %s: %s = %v: monotonic reading %v, in %v; want none, in %v", floor, what, x, x != x.Round(0), x.Location(), loc)
+			}
+		}
+	}
+}

@@ -35,7 +35,9 @@ func (l *Limiter) Wait(ctx context.Context, key string) error { return l.WaitN(c
 // FailClosed) as AllowN returns it. WaitN admitted nothing when it returns an
 // error, with the exception AllowN has: a decision whose reply was lost or
 // came after the timeout may have been applied by the server all the same
-// (docs/redis.md, "Failure policy and what it costs").
+// (docs/redis.md, "Failure policy and what it costs"). Group.WaitN has a
+// second: under FallBack, a group refused because a key found its fallback
+// full may have recorded the keys before it in their fallbacks.
 //
 // As for AllowN, a round cut short by ctx's deadline (rather than by a
 // cancellation) is a Redis failure, answered by the policy: under FailOpen

@@ -46,7 +46,7 @@ const exact = 1 << 62
 // plus the difference, so that the answer has now's location and a
 // monotonic reading only when now has one. A caller who passes instants
 // built by hand (time.Date, time.Unix, parsed) gets such instants back,
-// equal (==) to the ones it computes itself and whichever limiter answered;
+// equal (==) to the instants it computes itself, whichever limiter answered;
 // one who passes readings of time.Now gets readings it can compare on the
 // monotonic clock. For a now too far from b for its offset to be exact, the
 // instant is taken from b and put on now's clock (OnClockOf).

@@ -130,8 +130,8 @@ func StatusMatchesQueries(t *testing.T, a, b StatusLimiter, t0 time.Time, far ti
 		}
 		want.ResetAt, _ = b.ReadyAt(at, limit)
 		got := a.DecideStatus(at, n)
-		// Each limiter's instants carry the monotonic reading of its own
-		// New: compare the wall clock alone.
+		// Instants are compared as instants (Equal), on the wall clock
+		// alone: the caller's-clock rule is the CallerClock check's.
 		if got.Admitted != want.Admitted || got.Remaining != want.Remaining ||
 			!got.RetryAt.Round(0).Equal(want.RetryAt.Round(0)) || !got.ResetAt.Round(0).Equal(want.ResetAt.Round(0)) {
 			t.Fatalf("seed %d, call %d: DecideStatus(t0+%v, %d) = %+v, the queries say %+v", seed, i, at.Sub(t0), n, got, want)
