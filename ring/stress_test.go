@@ -98,11 +98,7 @@ func TestStressTwoLapReaders(t *testing.T) {
 				}
 			})
 		}
-		for end := time.Now().Add(time.Second); time.Now().Before(end) && wrong.Load() == nil; {
-			time.Sleep(5 * time.Millisecond)
-		}
-		stop.Store(true)
-		wg.Wait()
+		runUntil(time.Second, &wrong, &stop, &wg)
 		if w := wrong.Load(); w != nil {
 			t.Fatalf("%s: %v: no state the limiter was in gives that answer", impl.name, w)
 		}
@@ -149,15 +145,21 @@ func TestStressRefusalStatus(t *testing.T) {
 			}
 		})
 	}
-	for end := time.Now().Add(time.Second); time.Now().Before(end) && wrong.Load() == nil; {
-		time.Sleep(5 * time.Millisecond)
-	}
-	stop.Store(true)
-	wg.Wait()
+	runUntil(time.Second, &wrong, &stop, &wg)
 	if w := wrong.Load(); w != nil {
 		t.Fatal(w)
 	}
 	if refusals.Load() == 0 {
 		t.Fatal("no call was refused: the test checked nothing")
 	}
+}
+
+// runUntil lets the goroutines of wg run for d, or until one of them stores
+// what it found wrong, then stops them and waits for them.
+func runUntil(d time.Duration, wrong *atomic.Value, stop *atomic.Bool, wg *sync.WaitGroup) {
+	for end := time.Now().Add(d); time.Now().Before(end) && wrong.Load() == nil; {
+		time.Sleep(5 * time.Millisecond)
+	}
+	stop.Store(true)
+	wg.Wait()
 }
