@@ -30,6 +30,8 @@ type Status struct {
 	// limit would be admitted if nothing else were admitted: now when
 	// Remaining is the limit, and the zero Time when that is not known (a
 	// keyed store with no room for an absent key, or past the last instant
-	// the limiter can tell apart).
+	// the limiter can tell apart). A caller that decides at the zero Time
+	// itself gets now, the zero Time, when the whole limit is there: only
+	// Remaining tells that apart from "not known".
 	ResetAt time.Time
 }
