@@ -57,8 +57,8 @@ func (b Base) At(now time.Time, off, at int64) time.Time {
 	return b.far(now, at)
 }
 
-// far is At for a now whose offset is not exact (kept apart so that At
-// inlines).
+// far is At for a now whose offset is not exact: the rare path, kept out
+// of At.
 func (b Base) far(now time.Time, at int64) time.Time {
 	return OnClockOf(now, b.t.Add(time.Duration(at)))
 }
