@@ -402,18 +402,20 @@ func (l *Limiter) Load(ctx context.Context) error {
 }
 
 // SweepFallback removes from the in-process fallback (FallBack) every key
-// that carries no information at now, exactly as package keyed's Sweep does:
-// a key goes only once its fallback limiter is idle, so no decision at or
+// that carries no information at now, exactly as package keyed's Sweep does,
+// and returns how many it removed (0 for a limiter without a fallback). A
+// key goes only once its fallback limiter is idle, so no decision at or
 // after now changes; and, as keyed's Sweep, it records now as the earliest
 // instant later fallback decisions are made at, so a caller whose instants
 // lag it (a simulated clock, or instants of its own mixed with the server's
-// clock's time.Now) has them decided at now. It returns how many keys it removed; a limiter without a fallback
-// returns 0. The fallback holds the keys of an outage until a new key finds
-// it full or this is called: call it once Redis is back (or on a ticker of
-// your own) to give their memory back. Pass an instant on the clock the
-// fallback decided on: the caller's instants, or time.Now() for decisions on
-// the server's clock (the fallback decides those at time.Now()). It visits
-// every key, so it costs in proportion to FallbackLen.
+// clock's time.Now) has them decided at now.
+//
+// The fallback holds the keys of an outage until a new key finds it full or
+// this is called: call it once Redis is back (or on a ticker of your own) to
+// give their memory back. Pass an instant on the clock the fallback decided
+// on: the caller's instants, or time.Now() for decisions on the server's
+// clock (the fallback decides those at time.Now()). It visits every key, so
+// it costs in proportion to FallbackLen.
 func (l *Limiter) SweepFallback(now time.Time) int {
 	if l.fb == nil {
 		return 0
