@@ -146,6 +146,7 @@ func TestTableChurnOneShard(t *testing.T) {
 					}
 					sh.mu.Unlock()
 					delete(present, k)
+					countsAgree(t, sh, round, k)
 				}
 			} else if present[k] == nil || round%5 == 0 {
 				c := newCell(k, false)
@@ -157,6 +158,7 @@ func TestTableChurnOneShard(t *testing.T) {
 					t.Fatalf("round %d key %d: another cell", round, k)
 				}
 				present[k] = got
+				countsAgree(t, sh, round, k)
 			}
 		}
 		live := 0
@@ -173,5 +175,30 @@ func TestTableChurnOneShard(t *testing.T) {
 		if arr != nil && sh.used*100 > len(arr.s)*maxLoad {
 			t.Fatalf("round %d: %d of %d slots used", round, sh.used, len(arr.s))
 		}
+
+	}
+}
+
+// countsAgree checks a shard's counts against its array, after an insert or
+// a removal of key k: a count that drifts (an insert not counted in used,
+// say) lets the array fill up, and then a probe never meets an empty slot
+// and spins, which only a timeout would name.
+func countsAgree(t *testing.T, sh *shard[int], round, k int) {
+	t.Helper()
+	arr := sh.slots.Load()
+	if arr == nil {
+		return
+	}
+	used, live := 0, 0
+	for i := range arr.s {
+		if arr.s[i].hash.Load() != 0 {
+			used++
+			if c := arr.s[i].cell.Load(); c != nil && !c.dead() {
+				live++
+			}
+		}
+	}
+	if used != sh.used || live != sh.live || used == len(arr.s) {
+		t.Fatalf("round %d, key %d: the array holds %d hashes and %d cells in %d slots; the shard counts %d and %d", round, k, used, live, len(arr.s), sh.used, sh.live)
 	}
 }
