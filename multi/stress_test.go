@@ -111,7 +111,15 @@ func TestStressRefusedLoserFreesSlot(t *testing.T) {
 			})
 		}
 		start.Done()
-		wg.Wait()
+		done := make(chan struct{})
+		go func() { wg.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			// A call that spins (an untagged slot, a full table) never
+			// returns: name it rather than wait for the package timeout.
+			t.Fatalf("phase %d: 8 calls at one instant still running after 30 s", phase)
+		}
 		if got := admitted.Load(); got != 4 {
 			t.Fatalf("phase %d: admitted %d of 8 calls at one instant, limit 4", phase, got)
 		}
