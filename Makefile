@@ -29,6 +29,8 @@ unit:
 	go test -race -shuffle=on -count=1 $(PKGS)
 	@echo "== allocation checks without -race (the race detector makes allocation counts meaningless)"
 	go test -count=1 -run 'Alloc|^TestConformance' $(PKGS)
+	@echo "== hook tests: races a few loads wide, made to happen every time (build tag slidelimit_hooks)"
+	go test -race -tags slidelimit_hooks -count=1 -run '^TestHook' ./internal/slidelog ./multi
 	@if [ -f bench/go.mod ]; then echo "== bench module tests (race, one iteration of each benchmark)"; \
 		cd bench && go test -race -count=1 -run . -bench . -benchtime=1x ./...; fi
 

@@ -239,6 +239,11 @@ func (a *Approx) allowN(off, n int64, seen []ruleView) bool {
 	}
 }
 
+// hookTokensRule is the testHook point in TokensAt after each rule's words are
+// read, before the next rule's: calls made there can reuse and rewrite the
+// snapshot's slot, which only valid tells apart (TestHookTokensSlotReuse).
+const hookTokensRule = 1
+
 // TokensAt returns the largest cost AllowN(now, n) would admit at now: the
 // smallest over the rules. It is a snapshot: under concurrent admissions it
 // may be stale by the time it returns.
@@ -253,6 +258,7 @@ func (a *Approx) TokensAt(now time.Time) int {
 		for i := range a.rules {
 			t, ws, p, c := a.view(s, i, off)
 			best = min(best, a.rules[i].Tokens(p, c, t-ws))
+			testHook(hookTokensRule)
 		}
 		if valid(h, s) {
 			return int(best)

@@ -515,6 +515,12 @@ func (l *Log) allowN(now int64, n int64) (admitted bool, first uint64, stamp int
 	return l.allowSlow(now, n)
 }
 
+// hookSlowChecks is the testHook point in allowSlow after the head, the claim
+// slot and the predecessor are read, before the rules' check slots: calls
+// made there can overwrite those slots with indices two laps on, which only
+// fresh tells apart (TestHookSlowTwoLaps).
+const hookSlowChecks = 1
+
 // allowSlow is allowN off the one-rule unit fast path: several rules, a
 // batch, or a state the fast path does not handle (a lagging head, a marker,
 // a stale read). now is a stamp, 1 <= n <= minLimit. Kept out of allowN so
@@ -555,6 +561,7 @@ func (l *Log) allowSlow(now int64, n int64) (admitted bool, first uint64, stamp 
 			}
 		}
 		t := max(now, last)
+		testHook(hookSlowChecks)
 		// Every rule must admit: the stamp Limit-n+1 places back must be
 		// outside (t-Window, t] (stamp 0: nothing admitted that far back).
 		for i := range l.rules {
