@@ -2,7 +2,10 @@
 
 package slidelog
 
-import "testing"
+import (
+	"testing"
+	"time"
+)
 
 // TestHookSlowTwoLaps makes the race fresh guards on allowSlow's refusal
 // path happen every time: a call at the stale instant 0 reads the head h,
@@ -63,6 +66,101 @@ func TestHookSlowTwoLaps(t *testing.T) {
 			}
 			defer func() { hookFn = nil }()
 			ok, first, stamp := l.allowN(0, c.n)
+			if fired != 1 {
+				t.Fatalf("the hook fired %d times, want 1", fired)
+			}
+			for _, tw := range twins {
+				if tw.admitted == ok && tw.first == first && tw.stamp == stamp {
+					return
+				}
+			}
+			t.Fatalf("allowN(0, %d) = %v at head %#x, instant %d: no state the log was in gives that; "+
+				"at the start: %v at %#x, %d; at the end: %v at %#x, %d",
+				c.n, ok, first, fromStamp(stamp), twins[0].admitted, twins[0].first, fromStamp(twins[0].stamp),
+				twins[1].admitted, twins[1].first, fromStamp(twins[1].stamp))
+		})
+	}
+}
+
+// TestHookSlowHeadMoves makes the race the head re-check after the claim
+// load guards in allowSlow happen every time: a call at the stale instant 0
+// reads the head h, and then, at hookSlowHead (before the claim slot), 2*L
+// units are admitted. The claim slot then holds the index one lap on, which
+// looks unclaimed at h, and the predecessor and check slots hold the state at
+// the new head h+2L (t = 90), which admits; a unit's claim CAS on the claim
+// slot succeeds, claiming index h+2L, but the call would report head h with
+// instant 90: no state gives that (the start admits at h with 30, the end at
+// h+2L with 90). With the check the call starts over and is admitted as at
+// the end. A batch without the check fails its drive (the head is past h)
+// and starts over, but its marker CAS has already put a marker of index h in
+// the claim slot, which at h+2L reads as claimed with no batch pending: every
+// later call spins (a 10 s watchdog fails the test instead).
+func TestHookSlowHeadMoves(t *testing.T) {
+	cases := []struct {
+		name  string
+		rules []Rule
+		n     int64
+	}{
+		{"rules", []Rule{{Limit: 3, Window: 10}, {Limit: 3, Window: 5}}, 1}, // two rules: the claim CAS
+		{"batch", []Rule{{Limit: 3, Window: 10}}, 2},                        // a batch: the marker
+	}
+	type answer struct {
+		admitted bool
+		first    uint64
+		stamp    int64
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			setup := []int64{10, 20, 30}              // before the call: head h = 3 on
+			during := []int64{40, 50, 60, 70, 80, 90} // 2*L = 6 units at the hook
+			admit := func(l *Log, at []int64) {
+				for _, u := range at {
+					if !l.AllowN(u, 1) {
+						t.Fatalf("setup: AllowN(%d, 1) refused", u)
+					}
+				}
+			}
+			// The twins: the state at the start of the call, and at its end.
+			var twins []answer
+			for _, at := range [][]int64{setup, append(append([]int64(nil), setup...), during...)} {
+				tw := New(c.rules)
+				admit(tw, at)
+				ok, first, stamp := tw.allowN(0, c.n)
+				if !ok {
+					t.Fatalf("the twin after %v refused: the case tests nothing", at)
+				}
+				twins = append(twins, answer{ok, first, stamp})
+			}
+
+			l := New(c.rules)
+			admit(l, setup)
+			fired := 0
+			hookFn = func(point int) {
+				if point != hookSlowHead {
+					return
+				}
+				hookFn = nil // the admissions below must not re-enter
+				fired++
+				admit(l, during)
+			}
+			defer func() { hookFn = nil }()
+			type result struct {
+				ok    bool
+				first uint64
+				stamp int64
+			}
+			done := make(chan result, 1)
+			go func() {
+				ok, first, stamp := l.allowN(0, c.n)
+				done <- result{ok, first, stamp}
+			}()
+			var r result
+			select {
+			case r = <-done:
+			case <-time.After(10 * time.Second):
+				t.Fatalf("allowN(0, %d) still running after 10 s: it spins", c.n)
+			}
+			ok, first, stamp := r.ok, r.first, r.stamp
 			if fired != 1 {
 				t.Fatalf("the hook fired %d times, want 1", fired)
 			}

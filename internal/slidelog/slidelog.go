@@ -521,6 +521,14 @@ func (l *Log) allowN(now int64, n int64) (admitted bool, first uint64, stamp int
 // fresh tells apart (TestHookSlowTwoLaps).
 const hookSlowChecks = 1
 
+// hookSlowHead is the testHook point in allowSlow between the head load and
+// the claim slot's: calls made there can move the head two laps on, so that
+// the claim slot looks unclaimed and the predecessor and check slots hold
+// the state at the new head; only the head re-check after the claim load
+// keeps a unit from claiming that index while reporting h, and a batch from
+// leaving a marker no batch will clear (TestHookSlowHeadMoves).
+const hookSlowHead = 2
+
 // allowSlow is allowN off the one-rule unit fast path: several rules, a
 // batch, or a state the fast path does not handle (a lagging head, a marker,
 // a stale read). now is a stamp, 1 <= n <= minLimit. Kept out of allowN so
@@ -530,6 +538,7 @@ func (l *Log) allowSlow(now int64, n int64) (admitted bool, first uint64, stamp 
 	for {
 		h := l.head.Load()
 		claim := l.slot(h)
+		testHook(hookSlowHead)
 		cv := claim.Load()
 		if l.head.Load() != h {
 			// cv must be read while the head is h: a caller delayed
