@@ -17,69 +17,10 @@ import (
 // starts over and is admitted as at the end. Its answer, head and instant
 // must be those of a twin log that saw one of the two states.
 func TestHookSlowTwoLaps(t *testing.T) {
-	cases := []struct {
-		name  string
-		rules []Rule
-		n     int64
-	}{
-		{"batch", []Rule{{Limit: 3, Window: 10}}, 2},                        // a batch: allowSlow
-		{"rules", []Rule{{Limit: 3, Window: 10}, {Limit: 3, Window: 5}}, 1}, // two rules
-	}
-	type answer struct {
-		admitted bool
-		first    uint64
-		stamp    int64
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			setup := []int64{10, 20, 30}              // before the call: head h = 3 on
-			during := []int64{40, 50, 60, 70, 80, 90} // 2*L = 6 units at the hook
-			admit := func(l *Log, at []int64) {
-				for _, u := range at {
-					if !l.AllowN(u, 1) {
-						t.Fatalf("setup: AllowN(%d, 1) refused", u)
-					}
-				}
-			}
-			// The twins: the state at the start of the call, and at its end.
-			var twins []answer
-			for _, at := range [][]int64{setup, append(append([]int64(nil), setup...), during...)} {
-				tw := New(c.rules)
-				admit(tw, at)
-				ok, first, stamp := tw.allowN(0, c.n)
-				if !ok {
-					t.Fatalf("the twin after %v refused: the case tests nothing", at)
-				}
-				twins = append(twins, answer{ok, first, stamp})
-			}
-
-			l := New(c.rules)
-			admit(l, setup)
-			fired := 0
-			hookFn = func(point int) {
-				if point != hookSlowChecks {
-					return
-				}
-				hookFn = nil // the admissions below must not re-enter
-				fired++
-				admit(l, during)
-			}
-			defer func() { hookFn = nil }()
-			ok, first, stamp := l.allowN(0, c.n)
-			if fired != 1 {
-				t.Fatalf("the hook fired %d times, want 1", fired)
-			}
-			for _, tw := range twins {
-				if tw.admitted == ok && tw.first == first && tw.stamp == stamp {
-					return
-				}
-			}
-			t.Fatalf("allowN(0, %d) = %v at head %#x, instant %d: no state the log was in gives that; "+
-				"at the start: %v at %#x, %d; at the end: %v at %#x, %d",
-				c.n, ok, first, fromStamp(stamp), twins[0].admitted, twins[0].first, fromStamp(twins[0].stamp),
-				twins[1].admitted, twins[1].first, fromStamp(twins[1].stamp))
-		})
-	}
+	t.Run("batch", func(t *testing.T) { twoLapsAtHook(t, hookSlowChecks, []Rule{{Limit: 3, Window: 10}}, 2) })
+	t.Run("rules", func(t *testing.T) {
+		twoLapsAtHook(t, hookSlowChecks, []Rule{{Limit: 3, Window: 10}, {Limit: 3, Window: 5}}, 1)
+	})
 }
 
 // TestHookSlowHeadMoves makes the race the head re-check after the claim
@@ -96,83 +37,78 @@ func TestHookSlowTwoLaps(t *testing.T) {
 // the claim slot, which at h+2L reads as claimed with no batch pending: every
 // later call spins (a 10 s watchdog fails the test instead).
 func TestHookSlowHeadMoves(t *testing.T) {
-	cases := []struct {
-		name  string
-		rules []Rule
-		n     int64
-	}{
-		{"rules", []Rule{{Limit: 3, Window: 10}, {Limit: 3, Window: 5}}, 1}, // two rules: the claim CAS
-		{"batch", []Rule{{Limit: 3, Window: 10}}, 2},                        // a batch: the marker
-	}
+	t.Run("rules", func(t *testing.T) { // the claim CAS
+		twoLapsAtHook(t, hookSlowHead, []Rule{{Limit: 3, Window: 10}, {Limit: 3, Window: 5}}, 1)
+	})
+	t.Run("batch", func(t *testing.T) { twoLapsAtHook(t, hookSlowHead, []Rule{{Limit: 3, Window: 10}}, 2) }) // the marker
+}
+
+// twoLapsAtHook admits units at 10, 20 and 30 (head h = 3 on, limit 3), then
+// makes a call of n at the stale instant 0, during which, at the hook point,
+// 2*L = 6 more units are admitted (40 to 90): the call's answer, the head it
+// reports and its instant must be those of a twin log that saw the state at
+// the start of the call or the one at its end (both admit). The call runs
+// behind a 10 s watchdog, so that one that spins fails the test.
+func twoLapsAtHook(t *testing.T, point int, rules []Rule, n int64) {
 	type answer struct {
 		admitted bool
 		first    uint64
 		stamp    int64
 	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			setup := []int64{10, 20, 30}              // before the call: head h = 3 on
-			during := []int64{40, 50, 60, 70, 80, 90} // 2*L = 6 units at the hook
-			admit := func(l *Log, at []int64) {
-				for _, u := range at {
-					if !l.AllowN(u, 1) {
-						t.Fatalf("setup: AllowN(%d, 1) refused", u)
-					}
-				}
+	setup := []int64{10, 20, 30}
+	during := []int64{40, 50, 60, 70, 80, 90}
+	admit := func(l *Log, at []int64) {
+		for _, u := range at {
+			if !l.AllowN(u, 1) {
+				t.Fatalf("setup: AllowN(%d, 1) refused", u)
 			}
-			// The twins: the state at the start of the call, and at its end.
-			var twins []answer
-			for _, at := range [][]int64{setup, append(append([]int64(nil), setup...), during...)} {
-				tw := New(c.rules)
-				admit(tw, at)
-				ok, first, stamp := tw.allowN(0, c.n)
-				if !ok {
-					t.Fatalf("the twin after %v refused: the case tests nothing", at)
-				}
-				twins = append(twins, answer{ok, first, stamp})
-			}
-
-			l := New(c.rules)
-			admit(l, setup)
-			fired := 0
-			hookFn = func(point int) {
-				if point != hookSlowHead {
-					return
-				}
-				hookFn = nil // the admissions below must not re-enter
-				fired++
-				admit(l, during)
-			}
-			defer func() { hookFn = nil }()
-			type result struct {
-				ok    bool
-				first uint64
-				stamp int64
-			}
-			done := make(chan result, 1)
-			go func() {
-				ok, first, stamp := l.allowN(0, c.n)
-				done <- result{ok, first, stamp}
-			}()
-			var r result
-			select {
-			case r = <-done:
-			case <-time.After(10 * time.Second):
-				t.Fatalf("allowN(0, %d) still running after 10 s: it spins", c.n)
-			}
-			ok, first, stamp := r.ok, r.first, r.stamp
-			if fired != 1 {
-				t.Fatalf("the hook fired %d times, want 1", fired)
-			}
-			for _, tw := range twins {
-				if tw.admitted == ok && tw.first == first && tw.stamp == stamp {
-					return
-				}
-			}
-			t.Fatalf("allowN(0, %d) = %v at head %#x, instant %d: no state the log was in gives that; "+
-				"at the start: %v at %#x, %d; at the end: %v at %#x, %d",
-				c.n, ok, first, fromStamp(stamp), twins[0].admitted, twins[0].first, fromStamp(twins[0].stamp),
-				twins[1].admitted, twins[1].first, fromStamp(twins[1].stamp))
-		})
+		}
 	}
+	// The twins: the state at the start of the call, and at its end.
+	var twins []answer
+	for _, at := range [][]int64{setup, append(append([]int64(nil), setup...), during...)} {
+		tw := New(rules)
+		admit(tw, at)
+		ok, first, stamp := tw.allowN(0, n)
+		if !ok {
+			t.Fatalf("the twin after %v refused: the case tests nothing", at)
+		}
+		twins = append(twins, answer{ok, first, stamp})
+	}
+
+	l := New(rules)
+	admit(l, setup)
+	fired := 0
+	hookFn = func(p int) {
+		if p != point {
+			return
+		}
+		hookFn = nil // the admissions below must not re-enter
+		fired++
+		admit(l, during)
+	}
+	defer func() { hookFn = nil }()
+	done := make(chan answer, 1)
+	go func() {
+		ok, first, stamp := l.allowN(0, n)
+		done <- answer{ok, first, stamp}
+	}()
+	var r answer
+	select {
+	case r = <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("allowN(0, %d) still running after 10 s: it spins", n)
+	}
+	if fired != 1 {
+		t.Fatalf("the hook fired %d times, want 1", fired)
+	}
+	for _, tw := range twins {
+		if tw == r {
+			return
+		}
+	}
+	t.Fatalf("allowN(0, %d) = %v at head %#x, instant %d: no state the log was in gives that; "+
+		"at the start: %v at %#x, %d; at the end: %v at %#x, %d",
+		n, r.admitted, r.first, fromStamp(r.stamp), twins[0].admitted, twins[0].first, fromStamp(twins[0].stamp),
+		twins[1].admitted, twins[1].first, fromStamp(twins[1].stamp))
 }
