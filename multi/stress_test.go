@@ -81,14 +81,14 @@ func stressPhases(t *testing.T, name string, newf func(...multi.Rule) (lim, erro
 	}
 }
 
-// TestStressRefusedLoserFreesSlot: an Approx call that loses the head's
-// compare-and-swap to another admission and is then refused must give its
-// scratch slot back (and one that retries must re-tag it): a leaked slot per
-// such call grows the table to its 4094 slots, after which every admission
-// spins in acquire for ever, and an untagged slot makes every later call
-// spin in its load. Phases of 8 goroutines at one instant, limit 4, so that
-// every phase has losers that are then refused: the table must stay small,
-// and every phase must end.
+// TestStressRefusedLoserFreesSlot: Approx calls that lose the head's
+// compare-and-swap to another admission and then retry (re-tagging their
+// scratch slot) or are refused (giving it back). An untagged slot makes every
+// later call spin in its load; a leaked slot per such call grows the table to
+// its 4094 slots, after which every admission spins in acquire (TestNoSlotLeak
+// counts the slots exactly). Phases of 8 goroutines at one instant, limit 4,
+// so that every phase has losers: each phase must end, within a watchdog's
+// 30 s, with exactly the limit admitted.
 func TestStressRefusedLoserFreesSlot(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(8))
 	a, err := multi.NewApprox(multi.Rule{Limit: 4, Window: time.Millisecond})
@@ -122,9 +122,6 @@ func TestStressRefusedLoserFreesSlot(t *testing.T) {
 		}
 		if got := admitted.Load(); got != 4 {
 			t.Fatalf("phase %d: admitted %d of 8 calls at one instant, limit 4", phase, got)
-		}
-		if s := multi.Slots(a); s > 64 {
-			t.Fatalf("phase %d: the slot table holds %d slots for 8 callers", phase, s)
 		}
 	}
 }
