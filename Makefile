@@ -38,13 +38,13 @@ unit:
 # 386 (that catches 64-bit-only constants and sizes), and runs the tests only
 # where this kernel can execute a 386 binary: it builds and runs a tiny one to
 # find out, and says plainly when the tests were compiled but not run.
-# The tests named TestOutside (and the issue-10 regressions) check guarantees only from what callers see
+# The tests named TestOutside check guarantees only from what callers see
 # (their instants and answers) under real concurrency; a rare interleaving
 # must not slip through, so they run several times at 2 and 8 Ps.
 OUTSIDECOUNT ?= 5
 outside:
 	@echo "== outside-view concurrency tests: -race -count $(OUTSIDECOUNT) -cpu 2,8"
-	go test -race -run '^(TestOutside|TestIssue10)' -count=$(OUTSIDECOUNT) -cpu=2,8 $(PKGS)
+	go test -race -run '^TestOutside' -count=$(OUTSIDECOUNT) -cpu=2,8 $(PKGS)
 
 race386:
 	@echo "== GOARCH=386: go vet and compile every test binary"

@@ -121,7 +121,8 @@ func TestOutsideApprox(t *testing.T) {
 
 // TestLinearizeRejects checks that the search behind the outside tests has
 // teeth: answers that no order explains are rejected, with and without
-// advances, and the raced outcome of issue 10 (item 4) needs an advance.
+// advances, and the raced outcome of docs/window.md's example ("Races")
+// needs an advance.
 func TestLinearizeRejects(t *testing.T) {
 	rules := []multi.Rule{{Limit: 2, Window: 1000}}
 	seq := func(cs ...call) []call {
@@ -152,21 +153,21 @@ func TestLinearizeRejects(t *testing.T) {
 		{u: 3500, n: 1, ok: true, inv: 9, resp: 10},
 	}
 	if _, ok := linearize(rules, raced, false); ok {
-		t.Error("the raced outcome of issue 10 explained without an advance")
+		t.Error("the raced outcome of docs/window.md's example explained without an advance")
 	}
 	if _, ok := linearize(rules, raced, true); !ok {
-		t.Error("the raced outcome of issue 10 not explained with an advance")
+		t.Error("the raced outcome of docs/window.md's example not explained with an advance")
 	}
 }
 
-// TestIssue10FarInstants (issue 10, item 3), on window.Limiter and
+// TestFarInstants, on window.Limiter and
 // multi.Approx: beyond the clamping range (about 63 years after the
 // constructor; the year 9999 is far beyond) time stops for the limiter.
 // ReadyAt used to answer now (Approx: an instant before now) there while
 // AllowN refused, and Wait spun; now AllowN, TokensAt and ReadyAt agree at
 // every instant, and ReadyAt says never when nothing can fit before time
 // stops.
-func TestIssue10FarInstants(t *testing.T) {
+func TestFarInstants(t *testing.T) {
 	type limiter interface {
 		twoUnderTest
 		ReadyAt(now time.Time, n int) (time.Time, bool)

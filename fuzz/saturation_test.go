@@ -41,13 +41,13 @@ var saturationSubjects = []struct {
 	}},
 }
 
-// Issue 10, item 3: at every instant a time.Time can hold (the zero Time, the
-// far past and future, a time.Unix(ms, 0) unit mistake, beyond the range
+// TestSaturatedReadyAgreesWithAllowN: at every instant a time.Time can hold
+// (the zero Time, the far past and future, a time.Unix(ms, 0) unit mistake, beyond the range
 // stamps saturate at), AllowN, TokensAt and ReadyAt agree: ReadyAt says "now"
 // iff TokensAt has room iff AllowN admits; an instant ReadyAt names admits and
 // the nanosecond before it does not; and when ReadyAt says never, no instant
 // up to the largest time.Time admits.
-func TestIssue10ReadyAgreesWithAllowN(t *testing.T) {
+func TestSaturatedReadyAgreesWithAllowN(t *testing.T) {
 	now := time.Now()
 	year := 365 * 24 * time.Hour
 	maxTime := time.Unix(1<<63-1-62135596800, 999999999)
@@ -100,10 +100,10 @@ func TestIssue10ReadyAgreesWithAllowN(t *testing.T) {
 	}
 }
 
-// Issue 10, item 3: a limiter whose clock was pushed beyond the saturation
-// range (one call at time.Unix(ms, 0)) must make WaitN fail with
+// TestSaturatedWaitBeyondRange: a limiter whose clock was pushed beyond the
+// saturation range (one call at time.Unix(ms, 0)) must make WaitN fail with
 // ErrNeverReady at once, not spin, also with a context that never ends.
-func TestIssue10WaitBeyondRange(t *testing.T) {
+func TestSaturatedWaitBeyondRange(t *testing.T) {
 	for _, s := range saturationSubjects {
 		synctest.Test(t, func(t *testing.T) {
 			l := s.new(t)

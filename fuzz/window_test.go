@@ -392,7 +392,7 @@ func TestOutsideWindow(t *testing.T) {
 	}
 }
 
-// TestIssue10RefusedWindowCall replays issue 10's scenario (item 4) many
+// TestOutsideRefusedWindowCall replays docs/window.md's example ("Races") many
 // times: window(2, 1000ns) after AllowN(0, 1); AllowN(500, 1) and
 // AllowN(1250, 1) at once; then AllowN(2900, 2) and AllowN(3500, 1). When
 // the call at 1250 moves the window start and then loses the room to the
@@ -401,7 +401,7 @@ func TestOutsideWindow(t *testing.T) {
 // to be explained by window's documented concurrent contract (the calls
 // plus the advance a refused call may leave), and logs how often the raced
 // outcome occurred.
-func TestIssue10RefusedWindowCall(t *testing.T) {
+func TestOutsideRefusedWindowCall(t *testing.T) {
 	rules := []multi.Rule{{Limit: 2, Window: 1000}}
 	raced := 0
 	const runs = 1000

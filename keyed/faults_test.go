@@ -1,6 +1,6 @@
 package keyed_test
 
-// Regression tests for issue 11: keyed under faults and hostile input. Each
+// Regression tests for keyed under faults and hostile input. Each
 // test feeds what a buggy caller or an attacker can feed (a panicking or
 // failing factory, keys not equal to themselves, callbacks that call back
 // into the Limiter) and requires a clear error or a documented refusal, no
@@ -88,10 +88,10 @@ func newSwitchable(t *testing.T, opts ...keyed.Option) (*keyed.Limiter[string, *
 	return k, s
 }
 
-// TestIssue11PanickingFactory: a factory that panics for a key must leave no
+// TestPanickingFactory: a factory that panics for a key must leave no
 // state behind (no entry, no reservation, no lock held): the panic reaches
 // the caller, and afterwards every call on that key returns.
-func TestIssue11PanickingFactory(t *testing.T) {
+func TestPanickingFactory(t *testing.T) {
 	k, s := newSwitchable(t, keyed.MaxKeys(2))
 	s.mode.Store(factoryPanic)
 	if p := panics(func() { k.AllowN("x", at(0), 1) }); p != "factory boom" {
@@ -118,10 +118,10 @@ func TestIssue11PanickingFactory(t *testing.T) {
 	}
 }
 
-// TestIssue11FactoryRunsWithoutLocks: the factory is user code, so it runs
+// TestFactoryRunsWithoutLocks: the factory is user code, so it runs
 // with no lock of the Limiter held: it may call any method, on any key,
 // including the key being created.
-func TestIssue11FactoryRunsWithoutLocks(t *testing.T) {
+func TestFactoryRunsWithoutLocks(t *testing.T) {
 	var k *keyed.Limiter[string, *naive]
 	var inside atomic.Bool
 	k, err := keyed.New[string](func() (*naive, error) {
@@ -148,10 +148,10 @@ func TestIssue11FactoryRunsWithoutLocks(t *testing.T) {
 	}
 }
 
-// TestIssue11NilLimiter: a factory that returns a nil limiter and no error
+// TestNilLimiter: a factory that returns a nil limiter and no error
 // (a nil pointer, also inside an interface) is an error, not a later nil
 // dereference.
-func TestIssue11NilLimiter(t *testing.T) {
+func TestNilLimiter(t *testing.T) {
 	k, s := newSwitchable(t)
 	s.mode.Store(factoryNil)
 	ok, err := k.Decide("x", at(0), 1)
@@ -184,10 +184,10 @@ func TestIssue11NilLimiter(t *testing.T) {
 	}
 }
 
-// TestIssue11FactoryErrorAgrees: after the factory fails for a key, every
+// TestFactoryErrorAgrees: after the factory fails for a key, every
 // answer about that key agrees with the refusal: no tokens, no ready instant
 // (so no Retry-After: 0 loop), and WaitN and Decide carry the factory's error.
-func TestIssue11FactoryErrorAgrees(t *testing.T) {
+func TestFactoryErrorAgrees(t *testing.T) {
 	k, s := newSwitchable(t)
 	s.mode.Store(factoryFail)
 	ok, err := k.Decide("x", at(0), 1)
@@ -220,10 +220,10 @@ func TestIssue11FactoryErrorAgrees(t *testing.T) {
 	}
 }
 
-// TestIssue11BadKeys: a key not equal to itself (a NaN anywhere in it) can
+// TestBadKeys: a key not equal to itself (a NaN anywhere in it) can
 // never be found again, so it must never enter the map; nor may a key whose
 // dynamic type is not comparable panic.
-func TestIssue11BadKeys(t *testing.T) {
+func TestBadKeys(t *testing.T) {
 	nan := math.NaN()
 	check := func(t *testing.T, name string, decide func() (bool, error), tokens func() int, ready func() bool, wait func() error, del func(), length func() int, good func() bool) {
 		t.Helper()
@@ -313,9 +313,9 @@ func TestIssue11BadKeys(t *testing.T) {
 	}
 }
 
-// TestIssue11NAboveLimitCreatesNothing: a call that can never be admitted
+// TestNAboveLimitCreatesNothing: a call that can never be admitted
 // creates no key (it would only take a MaxKeys slot).
-func TestIssue11NAboveLimitCreatesNothing(t *testing.T) {
+func TestNAboveLimitCreatesNothing(t *testing.T) {
 	k, s := newSwitchable(t, keyed.MaxKeys(1))
 	before := s.calls.Load()
 	for _, n := range []int{6, math.MaxInt, -1, math.MinInt} {
@@ -342,9 +342,9 @@ func TestIssue11NAboveLimitCreatesNothing(t *testing.T) {
 	}
 }
 
-// TestIssue11NewChecks: two MaxKeys options are an error naming the option;
+// TestNewChecks: two MaxKeys options are an error naming the option;
 // a factory that returns one shared limiter for every key is an error.
-func TestIssue11NewChecks(t *testing.T) {
+func TestNewChecks(t *testing.T) {
 	f := func() (*naive, error) { return newNaive(1, time.Second), nil }
 	_, err := keyed.New[string](f, keyed.MaxKeys(10), keyed.MaxKeys(20))
 	if err == nil || !strings.Contains(err.Error(), "MaxKeys") {
@@ -362,9 +362,9 @@ func TestIssue11NewChecks(t *testing.T) {
 	}
 }
 
-// TestIssue11ZeroLimiter: the zero Limiter and a nil *Limiter panic with a
+// TestZeroLimiter: the zero Limiter and a nil *Limiter panic with a
 // message that says what is wrong, not a nil dereference.
-func TestIssue11ZeroLimiter(t *testing.T) {
+func TestZeroLimiter(t *testing.T) {
 	var zero keyed.Limiter[string, *ring.Limiter]
 	var nilPtr *keyed.Limiter[string, *ring.Limiter]
 	for name, k := range map[string]*keyed.Limiter[string, *ring.Limiter]{"zero": &zero, "nil": nilPtr} {
@@ -390,9 +390,9 @@ func TestIssue11ZeroLimiter(t *testing.T) {
 	}
 }
 
-// TestIssue11RangeCallbacks: Range's callback may panic, or call any method
+// TestRangeCallbacks: Range's callback may panic, or call any method
 // of the same Limiter, on the key being visited or others.
-func TestIssue11RangeCallbacks(t *testing.T) {
+func TestRangeCallbacks(t *testing.T) {
 	k, _ := newSwitchable(t)
 	for _, key := range []string{"a", "b", "c", "d"} {
 		k.AllowN(key, at(0), 1)
@@ -432,10 +432,10 @@ func (p panicky) IdleAt(now time.Time) bool {
 	return p.naive.IdleAt(now)
 }
 
-// TestIssue11PanickingIdleAt: a limiter whose IdleAt panics during a sweep,
+// TestPanickingIdleAt: a limiter whose IdleAt panics during a sweep,
 // at its first look or at its second (when the key is marked as being
 // inspected), leaves the key usable and later sweeps working.
-func TestIssue11PanickingIdleAt(t *testing.T) {
+func TestPanickingIdleAt(t *testing.T) {
 	for _, which := range []int32{1, 2} {
 		var countdown atomic.Int32
 		k, err := keyed.New[string](func() (panicky, error) {
@@ -463,9 +463,9 @@ func checkUsableAfterIdlePanic(t *testing.T, k *keyed.Limiter[string, panicky]) 
 	}
 }
 
-// TestIssue11DoneContext: WaitN with a context already done admits nothing
+// TestDoneContext: WaitN with a context already done admits nothing
 // and creates no key, even when n would be admitted at once.
-func TestIssue11DoneContext(t *testing.T) {
+func TestDoneContext(t *testing.T) {
 	k, s := newSwitchable(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -483,10 +483,10 @@ func TestIssue11DoneContext(t *testing.T) {
 	}
 }
 
-// TestIssue11ChurnKeepsCount: creation racing with failing and panicking
+// TestChurnKeepsCount: creation racing with failing and panicking
 // factories, sweeps, deletes and ranges never leaks a MaxKeys slot: once
 // every key is deleted, Len is 0 and MaxKeys new keys fit again.
-func TestIssue11ChurnKeepsCount(t *testing.T) {
+func TestChurnKeepsCount(t *testing.T) {
 	const maxKeys = 8
 	var calls atomic.Int64
 	k, err := keyed.New[int](func() (*naive, error) {
@@ -541,10 +541,10 @@ func TestIssue11ChurnKeepsCount(t *testing.T) {
 	}
 }
 
-// TestIssue11ExtremeInstants: calls at the zero time.Time and at far-future
+// TestExtremeInstants: calls at the zero time.Time and at far-future
 // instants neither panic nor disagree: when ReadyAt says n fits at now,
 // AllowN at now admits it, and TokensAt is within [0, limit].
-func TestIssue11ExtremeInstants(t *testing.T) {
+func TestExtremeInstants(t *testing.T) {
 	instants := []time.Time{
 		{},
 		time.Unix(0, 0),
@@ -592,10 +592,10 @@ func (l liar) AllowN(now time.Time, n int) bool {
 
 func (l liar) ReadyAt(now time.Time, n int) (time.Time, bool) { return now, true }
 
-// TestIssue11WaitNeverSpins: a WaitN whose limiter contradicts itself pauses
+// TestWaitNeverSpins: a WaitN whose limiter contradicts itself pauses
 // between tries (on the fake clock of a synctest bubble) until its context
 // ends, instead of spinning.
-func TestIssue11WaitNeverSpins(t *testing.T) {
+func TestWaitNeverSpins(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var allows atomic.Int64
 		k, err := keyed.New[string](func() (liar, error) { return liar{newNaive(1, time.Second), &allows}, nil })
@@ -614,11 +614,11 @@ func TestIssue11WaitNeverSpins(t *testing.T) {
 	})
 }
 
-// TestIssue11DeleteDuringSweep: while a sweep asks a key's limiter whether it
+// TestDeleteDuringSweep: while a sweep asks a key's limiter whether it
 // is idle (user code, for a PerKey of the user's own), Delete on that key and
 // calls on other keys return at once: the sweep holds no lock. The key's slot
 // is released exactly once, whoever removes it.
-func TestIssue11DeleteDuringSweep(t *testing.T) {
+func TestDeleteDuringSweep(t *testing.T) {
 	var idleCalls atomic.Int64
 	entered, release := make(chan struct{}), make(chan struct{})
 	k, err := keyed.New[string](func() (*naive, error) {
@@ -677,9 +677,9 @@ func (u userLimiter) TokensAt(now time.Time) int {
 	return u.naive.TokensAt(now)
 }
 
-// TestIssue11PanickingLimiterMethods: a PerKey whose AllowN or TokensAt
+// TestPanickingLimiterMethods: a PerKey whose AllowN or TokensAt
 // panics leaves the Limiter usable once it stops: nothing is held.
-func TestIssue11PanickingLimiterMethods(t *testing.T) {
+func TestPanickingLimiterMethods(t *testing.T) {
 	var boom atomic.Bool
 	k, err := keyed.New[string](func() (userLimiter, error) {
 		return userLimiter{newNaive(2, time.Second), &boom}, nil

@@ -430,12 +430,12 @@ func TestWait(t *testing.T) {
 }
 
 // TestRacesAdvanceOfARefusedCall plays, step by step, the interleaving of
-// docs/window.md, "Races" (issue 10, item 4): a call at 1250ns moves the
+// docs/window.md, "Races": a call at 1250ns moves the
 // window start to 1000ns, a stale call at 500ns takes the room there, and
 // the first call is refused on its next round, leaving the move. Calls at or
 // after the moved start decide as if it had not moved; the stale call was
 // decided at the moved start. This is the contract; fuzz/
-// TestIssue10RefusedWindowCall checks the outcomes of the real race.
+// TestOutsideRefusedWindowCall checks the outcomes of the real race.
 func TestRacesAdvanceOfARefusedCall(t *testing.T) {
 	l, err := New(2, 1000)
 	if err != nil {

@@ -174,7 +174,8 @@ func freeRunning(t *testing.T, rules []Rule, goroutines int, unitOnly bool) {
 		}
 		// Every admission, unit or batch, is stamped at its own
 		// caller's clamped instant: its instant, or the latest stamp
-		// before it (issue 10: never a helper's).
+		// before it (never a helper's: a weighted call was once stamped at the
+		// instant of whoever finished it).
 		if a.stamp != a.now && a.stamp != prev {
 			t.Fatalf("admission %d (n=%d): stamp %d, but its caller's instant is %d and the previous stamp %d",
 				i, a.n, a.stamp, a.now, prev)

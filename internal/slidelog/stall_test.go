@@ -170,7 +170,7 @@ func TestStalledBatchClaim(t *testing.T) {
 // A stalled batch claim is finished by readers too, not only by AllowN, and
 // with its claimant's instant, not the reader's: readers an hour before and
 // after, and a refused call at another instant, all leave the batch stamped
-// at its claimant's instant (issue 10).
+// at its claimant's instant.
 func TestStalledBatchFinishedByReaders(t *testing.T) {
 	const hour = int64(3600e9)
 	for i, finish := range []func(l *Log){

@@ -7,11 +7,11 @@ import (
 	"github.com/slidelimit/slidelimit/multi"
 )
 
-// TestIssue10ApproxZeroTime (issue 10, item 2): the zero time.Time, about
+// TestApproxZeroTime: the zero time.Time, about
 // 2000 years before NewApprox, used to saturate to the value that meant
 // "nothing admitted yet", so every call there was admitted (10 of 10 with
 // limit 2). Every instant gets a decision now.
-func TestIssue10ApproxZeroTime(t *testing.T) {
+func TestApproxZeroTime(t *testing.T) {
 	l, err := multi.NewApprox(multi.Rule{Limit: 2, Window: time.Second})
 	if err != nil {
 		t.Fatal(err)

@@ -10,13 +10,13 @@ import (
 	"github.com/slidelimit/slidelimit/multi"
 )
 
-// Regression tests for issue 10: a weighted admission (n >= 2) was recorded
+// Regression tests for one defect: a weighted admission (n >= 2) was recorded
 // at whatever instant the first caller to help it offered, including a
 // concurrent query or refused call at another instant. Each test here failed
 // before the fix within a fraction of its budget.
 
-// issue10Subjects are one ring and one multi.New of the given shape.
-func issue10Subjects(limit int, window time.Duration) []subject {
+// stampSubjects are one ring and one multi.New of the given shape.
+func stampSubjects(limit int, window time.Duration) []subject {
 	return []subject{
 		ringSubject(limit, window),
 		multiSubject(multi.Rule{Limit: limit, Window: window}, multi.Rule{Limit: 1000 * limit, Window: 1000 * window}),
@@ -49,12 +49,12 @@ func queryAt(l exact, u time.Time, i int) {
 	}
 }
 
-// Issue 10, first scenario: the only admitting goroutine calls AllowN(T, 2)
+// First scenario: the only admitting goroutine calls AllowN(T, 2)
 // twice on a fresh limiter of limit 2, while another only asks at T-1h. The
 // second call must be refused: a query must not stamp the first batch an hour
 // early.
-func TestIssue10StaleQueryStampsBatchEarly(t *testing.T) {
-	for _, s := range issue10Subjects(2, time.Second) {
+func TestOutsideStaleQueryStampsBatchEarly(t *testing.T) {
+	for _, s := range stampSubjects(2, time.Second) {
 		var cur atomic.Pointer[exact]
 		T := time.Now().Add(2 * time.Hour)
 		stop := hammer(func(i int) {
@@ -79,8 +79,8 @@ func TestIssue10StaleQueryStampsBatchEarly(t *testing.T) {
 // before T, then AllowN(T, 2) twice while another goroutine makes refused
 // calls AllowN(T-1h, 3) (the limiter decides them at its latest instant,
 // where they never fit).
-func TestIssue10StaleRefusalStampsBatchEarly(t *testing.T) {
-	for _, s := range issue10Subjects(3, time.Second) {
+func TestOutsideStaleRefusalStampsBatchEarly(t *testing.T) {
+	for _, s := range stampSubjects(3, time.Second) {
 		var cur atomic.Pointer[exact]
 		var wrong atomic.Bool
 		T := time.Now().Add(2 * time.Hour)
@@ -110,12 +110,12 @@ func TestIssue10StaleRefusalStampsBatchEarly(t *testing.T) {
 	}
 }
 
-// Issue 10, second scenario: one goroutine admits in time order (limit 10 per
+// Second scenario: one goroutine admits in time order (limit 10 per
 // 100 ms, calls every 10 ms of cost 1 to 3) while another asks at T+1h. Every
 // decision must equal the naive log's: a query must not stamp a batch an hour
 // late (which clamps every later call there and refuses it).
-func TestIssue10FutureQueryHoldsLimiter(t *testing.T) {
-	for _, s := range issue10Subjects(10, 100*time.Millisecond) {
+func TestOutsideFutureQueryHoldsLimiter(t *testing.T) {
+	for _, s := range stampSubjects(10, 100*time.Millisecond) {
 		for run := range 10 {
 			l := s.new(t)
 			T := time.Now()
@@ -135,10 +135,10 @@ func TestIssue10FutureQueryHoldsLimiter(t *testing.T) {
 	}
 }
 
-// Issue 10, third scenario: 16 goroutines on one shared increasing clock with
+// Third scenario: 16 goroutines on one shared increasing clock with
 // idle gaps, no deliberately stale instant. Before the fix 13 were admitted
 // within 14 ns with limit 8 in about one run of four.
-func TestIssue10SharedClock(t *testing.T) {
+func TestOutsideSharedClock(t *testing.T) {
 	cfg := outsideConfig{goroutines: 16, rounds: 3, ops: 120, phaseCalls: 2}
 	outsideCheck(t, []subject{ringSubject(8, 1000), multiSubject(multi.Rule{Limit: 8, Window: 1000})}, cfg, 6)
 }
