@@ -41,7 +41,7 @@ func StatusProblem(limit, n int, now time.Time, admitted bool, remaining int, re
 // ring.Limiter and window.Limiter.
 type StatusLimiter interface {
 	Limiter
-	DecideStatus(now time.Time, n int) slidelimit.Status
+	statusDecider
 	Limit() int
 	Window() time.Duration
 }
