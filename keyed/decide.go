@@ -90,8 +90,10 @@ type rulesLimiter interface {
 // state the decision was made on. When no decision is made (n outside
 // [1, what a new limiter admits]) the Status and the rules' are that
 // method's answer for n, which records nothing (a new limiter's for an
-// absent key). For any other limiter, and after ErrBadKey, ErrFull or a
-// failed creation, it appends nothing. It returns the extended slice. It
+// absent key, unless the Limiter is full or the last creation failed: then
+// it appends nothing and reports no room, as TokensAt and ReadyAt do). For
+// any other limiter, and after ErrBadKey, ErrFull or a failed creation, it
+// appends nothing. It returns the extended slice. It
 // allocates nothing for a key that is present when rules has room.
 func (k *Limiter[K, L]) DecideRules(key K, now time.Time, n int, rules []Status) (Status, []Status, error) {
 	return k.decide(key, now, n, rules, true)

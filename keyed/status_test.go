@@ -349,3 +349,46 @@ func TestOutsideLimiterDecideRules(t *testing.T) {
 		})
 	}
 }
+
+// TestFullQueriesAgree: on a full Limiter of multi limiters, an absent key
+// that no room can be made for is answered alike by every method that
+// decides nothing (n = 0, n < 0, n above the limit): no room (TokensAt 0,
+// ReadyAt not ok, Status.Remaining 0, no ResetAt) and no rule appended, as
+// docs/keyed.md's full-store policy says; never a new limiter's answer, which
+// would promise room the key cannot get.
+func TestFullQueriesAgree(t *testing.T) {
+	rules := []multi.Rule{{Limit: 4, Window: time.Second}, {Limit: 12, Window: 10 * time.Second}}
+	k, err := keyed.New[string](func() (rulesDecider, error) { return multi.New(rules...) }, keyed.MaxKeys(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	if !k.AllowN("a", now, 1) {
+		t.Fatal("first key refused")
+	}
+	if got := k.TokensAt("b", now); got != 0 {
+		t.Fatalf("TokensAt(absent key, full) = %d, want 0", got)
+	}
+	if _, ok := k.ReadyAt("b", now, 1); ok {
+		t.Fatal("ReadyAt(absent key, full) is ok, want false")
+	}
+	for _, n := range []int{0, -1, 5} {
+		s, appended, err := k.DecideRules("b", now, n, nil)
+		if n == 0 && err != nil || n != 0 && !errors.Is(err, keyed.ErrNeverReady) {
+			t.Errorf("DecideRules(absent key, full, n=%d): error %v", n, err)
+		}
+		if s.Remaining != 0 || !s.ResetAt.IsZero() || !s.RetryAt.IsZero() || s.Admitted != (n == 0) {
+			t.Errorf("DecideRules(absent key, full, n=%d) = %+v, want no room, no instants, admitted only for n = 0", n, s)
+		}
+		if len(appended) != 0 {
+			t.Errorf("DecideRules(absent key, full, n=%d) appended %+v, want nothing", n, appended)
+		}
+		st, _ := k.DecideStatus("b", now, n)
+		if !sameStatus(st, s) {
+			t.Errorf("n=%d: DecideStatus = %+v, DecideRules %+v", n, st, s)
+		}
+	}
+	if got := k.Len(); got != 1 {
+		t.Errorf("Len() = %d, want 1: a query created a key", got)
+	}
+}
