@@ -3,6 +3,7 @@
 package slidelog
 
 import (
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -111,4 +112,128 @@ func twoLapsAtHook(t *testing.T, point int, rules []Rule, n int64) {
 		"at the start: %v at %#x, %d; at the end: %v at %#x, %d",
 		n, r.admitted, r.first, fromStamp(r.stamp), twins[0].admitted, twins[0].first, fromStamp(twins[0].stamp),
 		twins[1].admitted, twins[1].first, fromStamp(twins[1].stamp))
+}
+
+// TestHookAcquireReused makes the race the re-check of pending in
+// acquirePending guards happen: a caller H takes the published batch X's
+// descriptor d from pending and, at hookAcquire (before its reference),
+// stops. Meanwhile X finishes and its claimant returns d to the pool (no
+// reference is held yet); the next claimant C2 takes d from the pool,
+// checks its batch of 2 at the new head and writes it into d, but cannot
+// publish it, because a batch B3 (its claimant stopped right after
+// publishing) is pending: C2 goes to finish B3, and stops at hookAcquire in
+// turn. H then resumes. Without the re-check it drives d, that is C2's
+// batch, which nobody published: it places C2's marker and admits C2's two
+// units; B3 then fails (a marker other than its own is in its slot) and C2,
+// which never learns that its batch went in, decides again on a full log.
+// The callers then see X's 2 units admitted and nothing else, yet the log
+// (limit 4) is full: H, C2 and B3's retry, each of 2, are refused with
+// only 2 admitted, which no sequential state explains. With the check, H
+// finds pending no longer naming d, drops it, and finishes B3 instead.
+//
+// Whether C2 gets d depends on the pool (under the race detector it drops
+// a quarter of what it is given), so the case is tried until it did; an
+// attempt where it did not decides as with the check.
+func TestHookAcquireReused(t *testing.T) {
+	for range 50 {
+		if acquireReused(t) {
+			return
+		}
+	}
+	t.Fatal("in 50 attempts the pool never handed X's descriptor to C2: the case tests nothing")
+}
+
+// acquireReused is one attempt of TestHookAcquireReused; it reports whether
+// C2 took X's descriptor (else the attempt tested nothing).
+func acquireReused(t *testing.T) bool {
+	const now, limit = 10, 4
+	l := New([]Rule{{Limit: limit, Window: 1000}})
+	_, x, _ := publishOnly(t, l, now, 2) // X: its claimant stops after publishing
+
+	type result struct {
+		h, c2, b3 bool // H's, C2's and B3's answers (B3's after its retry)
+		reused    bool
+		err       string
+	}
+	var stage atomic.Int32
+	hStopped, hResume, hDone := make(chan struct{}), make(chan struct{}), make(chan bool, 1)
+	var h2 uint64
+	reused := false
+	hookFn = func(p int) {
+		if p != hookAcquire {
+			return
+		}
+		switch stage.Add(1) {
+		case 1: // H, holding x, before its reference
+			close(hStopped)
+			<-hResume
+		case 2: // C2, after its publication failed: B3 is pending
+			reused = x.h == h2 && x.state.Load() == undecided
+			close(hResume)
+			<-hDone // H has decided
+			hDone <- true
+		}
+		// Later calls (H's and C2's next rounds) pass.
+	}
+	defer func() { hookFn = nil }()
+
+	var hAdmitted atomic.Bool
+	go func() {
+		hAdmitted.Store(l.AllowN(now, 2))
+		hDone <- true
+	}()
+	done := make(chan result, 1)
+	go func() {
+		var r result
+		<-hStopped
+		l.drive(x) // anyone finishes X
+		if x.state.Load() != committed || l.pending.Load() != nil {
+			r.err = "X was not committed and cleared"
+			done <- r
+			return
+		}
+		// Empty the pool, so that the next Get on this P is what X's
+		// claimant gives back (a pooled descriptor has h != 0, a new one 0).
+		for range 64 {
+			if batchPool.Get().(*batch).h == 0 {
+				break
+			}
+		}
+		releaseBatch(x) // X's claimant lets go: refs is 0, back to the pool
+		var b3 *batch
+		h2 = l.head.Load()
+		_, b3, _ = publishOnly(t, l, now, 2) // B3: stops after publishing
+		r.c2 = l.AllowN(now, 2)              // C2: stops at hookAcquire, see above
+		r.reused = reused
+		// B3's claimant resumes: drive, then, if its batch failed, decide
+		// again (allowSlow's loop).
+		l.drive(b3)
+		r.b3 = b3.state.Load() == committed || l.AllowN(now, 2)
+		<-hDone
+		r.h = hAdmitted.Load()
+		done <- r
+	}()
+	var r result
+	select {
+	case r = <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the calls still run after 10 s: they spin")
+	}
+	if r.err != "" {
+		t.Fatal(r.err)
+	}
+	units := int64(2) // X's
+	for _, ok := range []bool{r.h, r.c2, r.b3} {
+		if ok {
+			units += 2
+		}
+	}
+	left := l.TokensAt(now)
+	if units < limit || left != limit-units {
+		t.Fatalf("X admitted, H %v, C2 %v, B3 (after its retry) %v: %d units admitted at %d (limit %d), and "+
+			"TokensAt = %d: no sequential state gives that (a call of 2 is refused only with 3 or more units in, "+
+			"and the log holds what was admitted); the log holds a batch none of its callers was admitted for",
+			r.h, r.c2, r.b3, units, now, limit, left)
+	}
+	return r.reused
 }

@@ -196,6 +196,14 @@ func releaseBatch(d *batch) {
 	}
 }
 
+// hookAcquire is the testHook point in acquirePending between loading
+// pending and taking a reference: calls made there can finish the batch,
+// return its descriptor to the pool and have the next claimant take it and
+// write its own batch into it; only the re-check of pending after the
+// reference keeps the caller from driving that batch
+// (TestHookAcquireReused).
+const hookAcquire = 3
+
 // acquirePending returns the batch in flight with a reference held, or nil.
 // The caller must call d.refs.Add(-1) when done with it.
 func (l *Log) acquirePending() *batch {
@@ -204,7 +212,14 @@ func (l *Log) acquirePending() *batch {
 		if d == nil {
 			return nil
 		}
+		testHook(hookAcquire)
 		d.refs.Add(1)
+		// The reference counts only if d was still published after it
+		// was taken: otherwise d may have gone back to the pool before
+		// it (its claimant saw refs == 0), and a claimant that took it
+		// from there may have written another batch's fields into it
+		// without publishing them (its own publication failed), which
+		// driving d would admit behind that claimant's back.
 		if l.pending.Load() == d {
 			return d
 		}
