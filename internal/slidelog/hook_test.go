@@ -44,6 +44,18 @@ func TestHookSlowHeadMoves(t *testing.T) {
 	t.Run("batch", func(t *testing.T) { twoLapsAtHook(t, hookSlowHead, []Rule{{Limit: 3, Window: 10}}, 2) }) // the marker
 }
 
+// TestHookFastHeadMoves is TestHookSlowHeadMoves on allowN's fast path (one
+// rule, cost 1), at hookFastHead: without the head re-check after the claim
+// load the claim slot (index h+L) looks unclaimed at h, the predecessor holds
+// index h+2L-1, and the claim CAS succeeds: it claims index h+2L with the
+// end's instant, which is right, but reports head h. The decision and the
+// stamp are those of the end, so AllowN's answer is right; the head is
+// wrong, which DecideStatus would read its status at if the freshness check
+// there did not send it to the live state.
+func TestHookFastHeadMoves(t *testing.T) {
+	twoLapsAtHook(t, hookFastHead, []Rule{{Limit: 3, Window: 10}}, 1)
+}
+
 // twoLapsAtHook admits units at 10, 20 and 30 (head h = 3 on, limit 3), then
 // makes a call of n at the stale instant 0, during which, at the hook point,
 // 2*L = 6 more units are admitted (40 to 90): the call's answer, the head it

@@ -496,9 +496,21 @@ func (l *Log) allowN(now int64, n int64) (admitted bool, first uint64, stamp int
 			pos := h & posMask
 			lap := lapOf(h)
 			claim := &l.slots[pos]
+			testHook(hookFastHead)
 			cv := claim.Load()
 			if l.head.Load() != h {
-				continue // cv must be slot h's value while the head is h
+				// cv must be slot h's value while the head is h. Read
+				// with the head at h+2kL instead (k >= 1; other
+				// distances fail the lap checks below), it and the
+				// predecessor are that state's, so the claim CAS can
+				// only succeed as the right admission of index h+2kL
+				// with the right stamp, and a refusal is caught by
+				// fresh; what goes wrong is the head reported, h
+				// (TestHookFastHeadMoves). No caller sees it:
+				// DecideStatus reads at h+1, finds it not fresh, and
+				// reads the live state at the decision's instant,
+				// as after any admission it was overtaken by.
+				continue
 			}
 			if cv&(busyBit|lapBit) != lap^lapBit {
 				break // claimed already, or an old batch marker
@@ -529,6 +541,11 @@ func (l *Log) allowN(now int64, n int64) (admitted bool, first uint64, stamp int
 	}
 	return l.allowSlow(now, n)
 }
+
+// hookFastHead is the testHook point in allowN's fast path between the head
+// load and the claim slot's: calls made there can move the head two laps on
+// (TestHookFastHeadMoves).
+const hookFastHead = 4
 
 // hookSlowChecks is the testHook point in allowSlow after the head, the claim
 // slot and the predecessor are read, before the rules' check slots: calls
