@@ -144,6 +144,12 @@ func (a *Approx) AllowN(now time.Time, n int) bool {
 	return a.allowN(a.base.Offset(now), int64(n), nil)
 }
 
+// hookAllowRule is the testHook point in allowN after each rule's words are
+// read and admit, before the next rule's: calls made there can free the
+// snapshot's slot and leave a losing writer's snapshot in it, which only
+// valid tells apart (TestHookAllowLoserSlot).
+const hookAllowRule = 2
+
 // stackRules is how many rules' next counters allowN keeps on the stack
 // between deciding and writing; with more rules it reads them twice.
 const stackRules = 8
@@ -175,6 +181,7 @@ func (a *Approx) allowN(off, n int64, seen []ruleView) bool {
 			if onStack {
 				next[i] = [2]uint64{uint64(ws), uint64(p)<<32 | uint64(c+n)}
 			}
+			testHook(hookAllowRule)
 		}
 		// With seen (DecideRules), every rule's view of the same snapshot,
 		// validated with it below; a pass of its own keeps AllowN's loop as
