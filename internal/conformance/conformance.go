@@ -147,6 +147,28 @@ func Adapt[L Limiter](newLimiter func(limit int, window time.Duration) (L, error
 type check struct {
 	name string
 	run  func(s *suite, t *testing.T)
+	// bounded: the check makes a few calls, none of which waits, so it
+	// runs under the spin watchdog.
+	bounded bool
+}
+
+// spinBudget is how long a bounded check may run. They take milliseconds;
+// the budget is above TimeBounds' 10 s WaitN deadline. A limiter whose call
+// spins there (at instants past its range that it fails to clamp, say) would
+// otherwise hang its package until the test timeout, minutes later, naming
+// no cause: the watchdog ends the test binary with a panic that names the
+// check instead.
+const spinBudget = 20 * time.Second
+
+// Watchdog panics, naming what, unless the returned stop is called within d:
+// a test whose calls could spin defers its stop, so that a spin ends the
+// test binary at once with a message instead of at the package timeout.
+func Watchdog(what string, d time.Duration) (stop func()) {
+	tm := time.AfterFunc(d, func() {
+		panic(fmt.Sprintf("conformance: %s still running after %v: a call spins "+
+			"(an instant outside the limiter's range not clamped, or a state it cannot leave)", what, d))
+	})
+	return func() { tm.Stop() }
 }
 
 // suite carries the options through the checks.
@@ -162,25 +184,28 @@ func Run(t *testing.T, opts Options) {
 	}
 	s := &suite{Options: opts}
 	checks := []check{
-		{"Constructor", (*suite).constructor},
-		{"Edges", (*suite).edges},
-		{"TimeBackwards", (*suite).timeBackwards},
-		{"ExtremeInstants", (*suite).extremeInstants},
-		{"TimeBounds", (*suite).timeBounds},
-		{"ReadyAt", (*suite).readyAt},
-		{"CallerClock", (*suite).callerClock},
-		{"TokensAt", (*suite).tokensAt},
-		{"IdleAt", (*suite).idleAt},
-		{"RefusalWritesNothing", (*suite).refusalWritesNothing},
-		{"Wait", (*suite).wait},
-		{"Oracle", (*suite).oracleOneRule},
-		{"OracleRules", (*suite).oracleRules},
-		{"Allocs", (*suite).allocs},
+		{"Constructor", (*suite).constructor, true},
+		{"Edges", (*suite).edges, true},
+		{"TimeBackwards", (*suite).timeBackwards, true},
+		{"ExtremeInstants", (*suite).extremeInstants, true},
+		{"TimeBounds", (*suite).timeBounds, true},
+		{"ReadyAt", (*suite).readyAt, true},
+		{"CallerClock", (*suite).callerClock, false},
+		{"TokensAt", (*suite).tokensAt, true},
+		{"IdleAt", (*suite).idleAt, true},
+		{"RefusalWritesNothing", (*suite).refusalWritesNothing, false},
+		{"Wait", (*suite).wait, false},
+		{"Oracle", (*suite).oracleOneRule, false},
+		{"OracleRules", (*suite).oracleRules, false},
+		{"Allocs", (*suite).allocs, false},
 	}
 	for _, c := range checks {
 		t.Run(c.name, func(t *testing.T) {
 			if reason, ok := opts.Skip[c.name]; ok {
 				t.Skip(reason)
+			}
+			if c.bounded {
+				defer Watchdog(opts.Pkg+" "+t.Name(), spinBudget)()
 			}
 			c.run(s, t)
 		})

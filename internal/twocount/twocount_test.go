@@ -100,7 +100,10 @@ func TestStep(t *testing.T) {
 	if !r.Idle(StartNew, OffMin) || r.Idle(100, 119) || !r.Idle(100, 120) {
 		t.Error("Idle")
 	}
-	if Clamp(-1<<63) != OffMin || Clamp(1<<63-1) != OffMax || Clamp(5) != 5 {
-		t.Error("Clamp")
+	for _, c := range []struct{ off, want int64 }{{-1 << 63, OffMin}, {1<<63 - 1, OffMax}, {OffMax + 1, OffMax}, {5, 5}} {
+		if got := Clamp(c.off); got != c.want {
+			t.Errorf("Clamp(%d) = %d, want %d: instants outside [OffMin, OffMax] must be clamped "+
+				"(a start past OffMax does not fit window's 62-bit field, and its calls spin)", c.off, got, c.want)
+		}
 	}
 }
