@@ -213,7 +213,17 @@ func (m *Middleware) Rules() []Rule { return append([]Rule(nil), m.rules...) }
 // Handler returns next wrapped by the middleware: the usual
 // func(http.Handler) http.Handler shape, so m.Handler plugs into routers
 // that take middleware of that shape.
+//
+// It panics if m was not made by New (a zero Middleware, or a nil pointer) or
+// if next is nil: both are programming errors, reported when the handler is
+// built rather than as a nil dereference at the first request.
 func (m *Middleware) Handler(next http.Handler) http.Handler {
+	if m == nil || m.lim == nil {
+		panic("httplimit: Middleware used without New: make it with httplimit.New")
+	}
+	if next == nil {
+		panic("httplimit: Handler: the handler to wrap is nil")
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		m.serve(w, r, next)
 	})
