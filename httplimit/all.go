@@ -49,7 +49,7 @@ func All(members ...Limiter) (Limiter, error) {
 	}
 	a := &all{}
 	for i, m := range members {
-		if m == nil {
+		if isNil(m) {
 			return nil, fmt.Errorf("httplimit: All: limiter %d is nil", i)
 		}
 		rules := m.Rules()

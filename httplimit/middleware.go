@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"reflect"
 	"time"
 )
 
@@ -152,10 +153,11 @@ func OnLimiterError(p Failure, f func(r *http.Request, err error)) Option {
 	return optionFunc(func(m *Middleware) { m.failure, m.onError = p, f })
 }
 
-// New returns a Middleware deciding with l. It fails if l is nil, has no
+// New returns a Middleware deciding with l. It fails if l is nil (also a nil
+// pointer in the interface), has no
 // rules, more than MaxRules, or an invalid rule, or if an option is invalid.
 func New(l Limiter, opts ...Option) (*Middleware, error) {
-	if l == nil {
+	if isNil(l) {
 		return nil, errors.New("httplimit: limiter is nil")
 	}
 	m := &Middleware{lim: l, key: RemoteAddr, now: time.Now}
@@ -347,4 +349,17 @@ func plain(w http.ResponseWriter, code int, body string) {
 	h["X-Content-Type-Options"] = nosniff
 	w.WriteHeader(code)
 	_, _ = io.WriteString(w, body)
+}
+
+// isNil reports whether l is nil or holds a nil pointer (or another nil
+// value of a kind that has one), whose methods would dereference it.
+func isNil(l Limiter) bool {
+	if l == nil {
+		return true
+	}
+	switch v := reflect.ValueOf(l); v.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan, reflect.Interface:
+		return v.IsNil()
+	}
+	return false
 }

@@ -1,9 +1,11 @@
 package httplimit_test
 
 import (
+	"context"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/slidelimit/slidelimit/httplimit"
@@ -24,4 +26,28 @@ func TestHandlerMisuse(t *testing.T) {
 	m, err := httplimit.New(httplimit.Ring(mustRing(t, 1, time.Second)))
 	require.NoError(t, err)
 	require.PanicsWithValue(t, "httplimit: Handler: the handler to wrap is nil", func() { m.Handler(nil) })
+}
+
+// nilRules is a Limiter whose methods need a non-nil receiver.
+type nilRules struct{ rules []httplimit.Rule }
+
+func (l *nilRules) Rules() []httplimit.Rule { return l.rules }
+
+func (l *nilRules) Decide(context.Context, string, time.Time, int) (httplimit.Decision, error) {
+	return httplimit.Decision{Allowed: true}, nil
+}
+
+// A nil pointer in the Limiter interface is a nil limiter: New and All
+// return an error instead of calling its methods.
+func TestNilPointerLimiter(t *testing.T) {
+	var l *nilRules
+	var m *httplimit.Middleware
+	var err error
+	require.NotPanics(t, func() { m, err = httplimit.New(l) })
+	assert.Nil(t, m)
+	assert.ErrorContains(t, err, "httplimit: limiter is nil")
+	var a httplimit.Limiter
+	require.NotPanics(t, func() { a, err = httplimit.All(httplimit.Ring(mustRing(t, 1, time.Second)), l) })
+	assert.Nil(t, a)
+	assert.ErrorContains(t, err, "httplimit: All: limiter 1 is nil")
 }
