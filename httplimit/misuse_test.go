@@ -2,6 +2,7 @@ package httplimit_test
 
 import (
 	"context"
+	"net/netip"
 	"testing"
 	"time"
 
@@ -50,4 +51,16 @@ func TestNilPointerLimiter(t *testing.T) {
 	require.NotPanics(t, func() { a, err = httplimit.All(httplimit.Ring(mustRing(t, 1, time.Second)), l) })
 	assert.Nil(t, a)
 	assert.ErrorContains(t, err, "httplimit: All: limiter 1 is nil")
+}
+
+// A nil *ProxyResolver answers as IPKey with a nil resolver does: the peer
+// is the client, and no header is read.
+func TestNilProxyResolver(t *testing.T) {
+	var p *httplimit.ProxyResolver
+	r := request("10.1.2.3:4000", "X-Forwarded-For", "203.0.113.7")
+	var a netip.Addr
+	var err error
+	require.NotPanics(t, func() { a, err = p.ClientIP(r) })
+	require.NoError(t, err)
+	assert.Equal(t, netip.MustParseAddr("10.1.2.3"), a)
 }

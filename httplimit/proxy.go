@@ -66,8 +66,14 @@ func NewProxyResolver(header ForwardHeader, trusted ...netip.Prefix) (*ProxyReso
 	return p, nil
 }
 
-// ClientIP returns the client's address for r (see the type's doc).
+// ClientIP returns the client's address for r (see the type's doc). A nil
+// resolver trusts no proxy, as IPKey with a nil resolver: the client is the
+// peer, and no header is read.
 func (p *ProxyResolver) ClientIP(r *http.Request) (netip.Addr, error) {
+	if p == nil {
+		a, _, err := peerIP(r.RemoteAddr)
+		return a, err
+	}
 	a, _, err := p.clientIP(r)
 	return a, err
 }
