@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"reflect"
+	"slices"
 	"time"
 )
 
@@ -60,37 +61,47 @@ type Middleware struct {
 	now func() time.Time
 }
 
-// An Option configures New.
+// An Option configures New. Each option may be given once: New rejects an
+// option given twice rather than let the later one replace the earlier in
+// silence (a fail-open policy over a fail-closed one, another key function).
+// A nil Option is skipped.
 type Option interface {
 	apply(*Middleware)
+	name() string
 }
 
-type optionFunc func(*Middleware)
+// option is every Option: the setting it applies and the name of the
+// function that made it, for New's errors.
+type option struct {
+	set  func(*Middleware)
+	what string
+}
 
-func (f optionFunc) apply(m *Middleware) { f(m) }
+func (o option) apply(m *Middleware) { o.set(m) }
+func (o option) name() string        { return o.what }
 
 // Key sets the function that gives each request's key. The default is
 // [RemoteAddr]: the peer's IP address, IPv6 grouped by /64, trusting no
 // header. A limiter shared by all keys ignores the key.
-func Key(f KeyFunc) Option { return optionFunc(func(m *Middleware) { m.key = f }) }
+func Key(f KeyFunc) Option { return option{func(m *Middleware) { m.key = f }, "Key"} }
 
 // Cost sets the function that gives each request's cost (its weight against
 // the limits). The default costs 1. A cost of 0 passes without counting; a
 // negative cost, or one larger than a rule's limit, is refused with Reason
 // Never.
 func Cost(f func(r *http.Request) int) Option {
-	return optionFunc(func(m *Middleware) { m.cost = f })
+	return option{func(m *Middleware) { m.cost = f }, "Cost"}
 }
 
 // SendFields sets when the RateLimit and RateLimit-Policy fields are sent.
 // The default is FieldsAlways.
-func SendFields(f Fields) Option { return optionFunc(func(m *Middleware) { m.fields = f }) }
+func SendFields(f Fields) Option { return option{func(m *Middleware) { m.fields = f }, "SendFields"} }
 
 // Legacy also sends X-RateLimit-Limit, X-RateLimit-Remaining and
 // X-RateLimit-Reset (whenever the RateLimit fields are sent), describing the
 // rule with the least remaining, with the Reset format given. Off by default.
 func Legacy(reset LegacyReset) Option {
-	return optionFunc(func(m *Middleware) { m.legacy = reset })
+	return option{func(m *Middleware) { m.legacy = reset }, "Legacy"}
 }
 
 // PolicyNames names the rules in the RateLimit fields, one name per rule in
@@ -100,20 +111,20 @@ func Legacy(reset LegacyReset) Option {
 func PolicyNames(names ...string) Option {
 	// Never nil, so that New tells no names (an error) from no option.
 	names = append([]string{}, names...)
-	return optionFunc(func(m *Middleware) { m.names = names })
+	return option{func(m *Middleware) { m.names = names }, "PolicyNames"}
 }
 
 // Exempt sets a function that lets matching requests pass without a decision
 // (health checks, internal callers). Exempt requests count nothing and get no
 // fields.
 func Exempt(f func(r *http.Request) bool) Option {
-	return optionFunc(func(m *Middleware) { m.exempt = f })
+	return option{func(m *Middleware) { m.exempt = f }, "Exempt"}
 }
 
 // OnRefusal sets a callback run on each refusal (for logging and metrics),
 // with the request's key and the decision, before the response is written.
 func OnRefusal(f func(r *http.Request, key string, d Decision)) Option {
-	return optionFunc(func(m *Middleware) { m.onRefuse = f })
+	return option{func(m *Middleware) { m.onRefuse = f }, "OnRefusal"}
 }
 
 // RefusalHandler replaces the response to a refused request. When it runs,
@@ -121,14 +132,14 @@ func OnRefusal(f func(r *http.Request, key string, d Decision)) Option {
 // must write the status and body. The default writes 429 (503 for Reason
 // Full) with a short plain-text body.
 func RefusalHandler(f func(w http.ResponseWriter, r *http.Request, d Decision)) Option {
-	return optionFunc(func(m *Middleware) { m.refuse = f })
+	return option{func(m *Middleware) { m.refuse = f }, "RefusalHandler"}
 }
 
 // KeyErrorHandler replaces the response to a request whose key function
 // failed. The default writes 500 Internal Server Error and does not call
 // the wrapped handler.
 func KeyErrorHandler(f func(w http.ResponseWriter, r *http.Request, err error)) Option {
-	return optionFunc(func(m *Middleware) { m.keyErr = f })
+	return option{func(m *Middleware) { m.keyErr = f }, "KeyErrorHandler"}
 }
 
 // Failure is the policy applied when the limiter fails: Decide returns an
@@ -150,21 +161,29 @@ const (
 // refused with 503 and the callback is not called, since passing it under
 // FailOpen would let a client skip the limit by cancelling its requests.
 func OnLimiterError(p Failure, f func(r *http.Request, err error)) Option {
-	return optionFunc(func(m *Middleware) { m.failure, m.onError = p, f })
+	return option{func(m *Middleware) { m.failure, m.onError = p, f }, "OnLimiterError"}
 }
 
 // New returns a Middleware deciding with l. It fails if l is nil (also a nil
 // pointer in the interface), has no
-// rules, more than MaxRules, or an invalid rule, or if an option is invalid.
+// rules, more than MaxRules, or an invalid rule, or if an option is invalid
+// or given twice.
 func New(l Limiter, opts ...Option) (*Middleware, error) {
 	if isNil(l) {
 		return nil, errors.New("httplimit: limiter is nil")
 	}
 	m := &Middleware{lim: l, key: RemoteAddr, now: time.Now}
+	var given []string
 	for _, o := range opts {
-		if o != nil {
-			o.apply(m)
+		if o == nil {
+			continue
 		}
+		n := o.name()
+		if slices.Contains(given, n) {
+			return nil, fmt.Errorf("httplimit: %s: option given twice", n)
+		}
+		given = append(given, n)
+		o.apply(m)
 	}
 	m.rules = append([]Rule(nil), l.Rules()...)
 	switch {

@@ -2,6 +2,7 @@ package httplimit_test
 
 import (
 	"context"
+	"net/http"
 	"net/netip"
 	"testing"
 	"time"
@@ -63,4 +64,37 @@ func TestNilProxyResolver(t *testing.T) {
 	require.NotPanics(t, func() { a, err = p.ClientIP(r) })
 	require.NoError(t, err)
 	assert.Equal(t, netip.MustParseAddr("10.1.2.3"), a)
+}
+
+// An option given twice is an error of New naming it, as keyed's MaxKeys
+// given twice is: a later option silently replacing an earlier one (a
+// fail-open policy over a fail-closed one, another key function) is what a
+// list of options assembled in several places gets wrong.
+func TestNewRejectsOptionGivenTwice(t *testing.T) {
+	r := httplimit.Ring(mustRing(t, 1, time.Second))
+	noop := func(*http.Request) bool { return false }
+	for _, tt := range []struct {
+		opts []httplimit.Option
+		name string
+	}{
+		{[]httplimit.Option{httplimit.Key(httplimit.RemoteAddr), httplimit.Key(httplimit.PatternKey)}, "Key"},
+		{[]httplimit.Option{httplimit.Cost(nil), httplimit.Cost(nil)}, "Cost"},
+		{[]httplimit.Option{httplimit.SendFields(httplimit.FieldsOff), httplimit.SendFields(httplimit.FieldsAlways)}, "SendFields"},
+		{[]httplimit.Option{httplimit.Legacy(httplimit.ResetSeconds), httplimit.Legacy(httplimit.ResetUnix)}, "Legacy"},
+		{[]httplimit.Option{httplimit.PolicyNames("a"), httplimit.PolicyNames("b")}, "PolicyNames"},
+		{[]httplimit.Option{httplimit.Exempt(noop), httplimit.Exempt(noop)}, "Exempt"},
+		{[]httplimit.Option{httplimit.OnRefusal(nil), httplimit.OnRefusal(nil)}, "OnRefusal"},
+		{[]httplimit.Option{httplimit.RefusalHandler(nil), httplimit.RefusalHandler(nil)}, "RefusalHandler"},
+		{[]httplimit.Option{httplimit.KeyErrorHandler(nil), httplimit.KeyErrorHandler(nil)}, "KeyErrorHandler"},
+		{[]httplimit.Option{httplimit.OnLimiterError(httplimit.FailClosed, nil), nil, httplimit.OnLimiterError(httplimit.FailOpen, nil)}, "OnLimiterError"},
+	} {
+		m, err := httplimit.New(r, tt.opts...)
+		assert.Nil(t, m, tt.name)
+		assert.EqualError(t, err, "httplimit: "+tt.name+": option given twice", tt.name)
+	}
+	// Each option once, all of them: accepted.
+	_, err := httplimit.New(r, httplimit.Key(httplimit.RemoteAddr), httplimit.Cost(nil), httplimit.SendFields(httplimit.FieldsOff),
+		httplimit.Legacy(httplimit.ResetSeconds), httplimit.PolicyNames("a"), httplimit.Exempt(noop), httplimit.OnRefusal(nil),
+		httplimit.RefusalHandler(nil), httplimit.KeyErrorHandler(nil), httplimit.OnLimiterError(httplimit.FailClosed, nil))
+	require.NoError(t, err)
 }
