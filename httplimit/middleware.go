@@ -361,9 +361,11 @@ var (
 )
 
 // plain writes a short plain-text response, as http.Error does, without
-// allocating.
+// allocating. As http.Error, it drops a Content-Length an outer handler may
+// have set for another body: a server would cut this one short of it.
 func plain(w http.ResponseWriter, code int, body string) {
 	h := w.Header()
+	delete(h, "Content-Length")
 	h["Content-Type"] = textPlain
 	h["X-Content-Type-Options"] = nosniff
 	w.WriteHeader(code)

@@ -3,6 +3,7 @@ package httplimit_test
 import (
 	"context"
 	"net/http"
+	"net/http/httptest"
 	"net/netip"
 	"testing"
 	"time"
@@ -97,4 +98,32 @@ func TestNewRejectsOptionGivenTwice(t *testing.T) {
 		httplimit.Legacy(httplimit.ResetSeconds), httplimit.PolicyNames("a"), httplimit.Exempt(noop), httplimit.OnRefusal(nil),
 		httplimit.RefusalHandler(nil), httplimit.KeyErrorHandler(nil), httplimit.OnLimiterError(httplimit.FailClosed, nil))
 	require.NoError(t, err)
+}
+
+// An outer handler may have set Content-Length for a response it meant to
+// send. The middleware's own refusals replace the body, so they drop it, as
+// http.Error does: otherwise a real server cuts the body short of the
+// declared length and the client reads a broken response.
+func TestRefusalDropsContentLength(t *testing.T) {
+	m, err := httplimit.New(httplimit.Ring(mustRing(t, 1, time.Hour)))
+	require.NoError(t, err)
+	inner := m.Handler(ok200)
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", "2")
+		inner.ServeHTTP(w, r)
+	})
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	for i, want := range []int{200, 429} {
+		res, err := srv.Client().Get(srv.URL)
+		require.NoError(t, err, "request %d", i)
+		body := make([]byte, 64)
+		n, _ := res.Body.Read(body)
+		_ = res.Body.Close()
+		require.Equal(t, want, res.StatusCode, "request %d", i)
+		if want == 429 {
+			assert.Equal(t, "too many requests\n", string(body[:n]))
+			assert.Equal(t, int64(len("too many requests\n")), res.ContentLength)
+		}
+	}
 }
