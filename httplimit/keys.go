@@ -12,7 +12,16 @@ import (
 
 // KeyFunc gives the key a request is limited under. An error refuses the
 // request with the key-error response (see [KeyErrorHandler]); it never
-// reaches the limiter.
+// reaches the limiter. A panic reaches net/http as the handler's own would:
+// the middleware holds no lock while a KeyFunc runs, and nothing was
+// decided for that request.
+//
+// The key returned is passed to the limiter as is. The empty string is a
+// key like any other: every request that gets it shares one limit. Its
+// length is not bounded: a keyed store keeps a copy of each key's bytes, so
+// a function whose key a client can choose (a header, a path) must bound it,
+// as [HeaderKey] does with [MaxKeyLen], or a flood of long invented keys
+// pins MaxKeys times their length.
 type KeyFunc func(r *http.Request) (string, error)
 
 // DefaultIPv6Prefix is the prefix length IPv6 addresses are grouped by in

@@ -2,6 +2,7 @@ package httplimit_test
 
 import (
 	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -127,6 +128,53 @@ func TestKeyedSeveralRulesResetIsAnUpperBound(t *testing.T) {
 		require.Positive(t, wait, "start %v", start)
 		for i := range limit {
 			assert.Equal(t, 200, get(h, c, start+wait).Code, "start %v: request %d of %d after waiting t=%v", start, i+1, limit, wait)
+		}
+	}
+}
+
+// A panic in user code (the key function, the cost function, OnRefusal, the
+// wrapped handler) reaches the caller as is, and the middleware holds
+// nothing: the next request is decided as usual.
+func TestUserPanicsLeaveNothingHeld(t *testing.T) {
+	k, err := keyed.New[string](func() (*window.Limiter, error) { return window.New(1, time.Hour) })
+	require.NoError(t, err)
+	l, err := httplimit.All(httplimit.Keyed(k, httplimit.Rule{Limit: 1, Window: time.Hour}),
+		httplimit.Window(mustWindow(t, 100, time.Hour)))
+	require.NoError(t, err)
+	where := ""
+	boom := func(at string) {
+		if where == at {
+			panic("boom in " + at)
+		}
+	}
+	m, err := httplimit.New(l,
+		httplimit.Key(func(r *http.Request) (string, error) { boom("key"); return r.Header.Get("X-Client"), nil }),
+		httplimit.Cost(func(*http.Request) int { boom("cost"); return 1 }),
+		httplimit.OnRefusal(func(*http.Request, string, httplimit.Decision) { boom("on refusal") }))
+	require.NoError(t, err)
+	h := m.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { boom("handler") }))
+	serve := func(client string) int {
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, request("192.0.2.1:1234", "X-Client", client))
+		return w.Code
+	}
+	for i, at := range []string{"key", "cost", "handler", "on refusal"} {
+		client := string(rune('a' + i))
+		where = at
+		if at == "on refusal" {
+			where = ""
+			require.Equal(t, 200, serve(client))
+			where = at
+		}
+		require.PanicsWithValue(t, "boom in "+at, func() { serve(client) }, at)
+		where = ""
+		done := make(chan int, 1)
+		go func() { done <- serve("after " + at) }()
+		select {
+		case code := <-done:
+			assert.Equal(t, 200, code, "after a panic in the %s", at)
+		case <-time.After(10 * time.Second):
+			t.Fatalf("after a panic in the %s: the next request did not finish", at)
 		}
 	}
 }
