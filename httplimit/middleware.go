@@ -165,9 +165,8 @@ func OnLimiterError(p Failure, f func(r *http.Request, err error)) Option {
 }
 
 // New returns a Middleware deciding with l. It fails if l is nil (also a nil
-// pointer in the interface), has no
-// rules, more than MaxRules, or an invalid rule, or if an option is invalid
-// or given twice.
+// pointer in the interface), has no rules, more than MaxRules, or an invalid
+// rule, or if an option is invalid or given twice.
 func New(l Limiter, opts ...Option) (*Middleware, error) {
 	if isNil(l) {
 		return nil, errors.New("httplimit: limiter is nil")
