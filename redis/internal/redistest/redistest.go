@@ -348,12 +348,34 @@ func StartClusterReplicas(t testing.TB) *Cluster {
 }
 
 // StartReplica starts a standalone primary and a replica of it, and returns
-// once the replica has synchronised.
+// once the replica has synchronised and receives the primary's writes.
+//
+// A link that is up is not enough: after a diskless synchronisation Redis
+// 7.0 streams the primary's writes to the replica only once the replica has
+// acknowledged the copy, which it may do up to a second later; until then a
+// write on the primary (here a probe key, deleted once seen) is not on the
+// replica, and a crash of the primary loses it.
 func StartReplica(t testing.TB) (primary, replica *Server) {
 	t.Helper()
 	primary = start(t, false, noSyncDelay...)
 	replica = start(t, false, "--replicaof", "127.0.0.1", strconv.Itoa(primary.Port))
-	waitSynced(t, replica, time.Now().Add(20*time.Second))
+	deadline := time.Now().Add(20 * time.Second)
+	waitSynced(t, replica, deadline)
+	const probe = "redistest:replication-probe"
+	if _, err := Do(primary.Addr(), "SET", probe, "1"); err != nil {
+		t.Fatalf("redistest: writing the replication probe: %v", err)
+	}
+	waitFor(t, deadline, "replica "+replica.Addr()+" to receive the primary's writes", func() (bool, string) {
+		v, err := Do(replica.Addr(), "GET", probe)
+		return err == nil && v == "1", fmt.Sprint(v, " ", err)
+	})
+	if _, err := Do(primary.Addr(), "DEL", probe); err != nil {
+		t.Fatalf("redistest: deleting the replication probe: %v", err)
+	}
+	waitFor(t, deadline, "replica "+replica.Addr()+" to delete the probe", func() (bool, string) {
+		v, err := Do(replica.Addr(), "EXISTS", probe)
+		return err == nil && v == "0", fmt.Sprint(v, " ", err)
+	})
 	return primary, replica
 }
 
