@@ -17,11 +17,11 @@ func (k *Limiter[K, L]) Allow(key K) bool {
 // AllowN reports whether n events may happen for key at now, and records
 // them if so; it is the key's limiter's AllowN(now, n). An absent key is
 // created first, unless n == 0 (then AllowN returns true and creates
-// nothing). AllowN returns false, creating nothing, when n < 0, n is above
-// what a new limiter admits, key is not equal to itself, the Limiter is full
-// (see the package documentation), or the key's limiter cannot be created;
-// Decide says which. A now earlier than the latest sweep's instant is
-// replaced by that instant.
+// nothing, for any key equal to itself). AllowN returns false, creating
+// nothing, when n < 0, n is above what a new limiter admits, key is not
+// equal to itself, the Limiter is full (see the package documentation), or
+// the key's limiter cannot be created; Decide says which. A now earlier than
+// the latest sweep's instant is replaced by that instant.
 //
 // AllowN allocates nothing for a key that is present. If a sweep evicts the
 // key while AllowN decides, AllowN decides again on the key's new limiter,
@@ -362,12 +362,12 @@ func (k *Limiter[K, L]) TokensAt(key K, now time.Time) int {
 // AllowN(key, at, n) would admit n if nothing else were admitted for key
 // meanwhile, and true; or false if n can never be admitted. It is the key's
 // limiter's ReadyAt, or a new limiter's for an absent key. It returns now and
-// true for n == 0. It returns false when a call would be refused without
-// asking a limiter: for a key not equal to itself, n < 0 or n above what a
-// new limiter admits, and for an absent key when the Limiter is full or the
-// latest attempt to create a key failed (when room will appear, or the
-// creation will succeed, is not known). It records nothing and creates no
-// key.
+// true for n == 0 and a key equal to itself. It returns false when a call
+// would be refused without asking a limiter: for a key not equal to itself,
+// n < 0 or n above what a new limiter admits, and for an absent key when the
+// Limiter is full or the latest attempt to create a key failed (when room
+// will appear, or the creation will succeed, is not known). It records
+// nothing and creates no key.
 func (k *Limiter[K, L]) ReadyAt(key K, now time.Time, n int) (at time.Time, ok bool) {
 	k.mustBeMade()
 	if !k.validKey(key) {

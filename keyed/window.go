@@ -127,12 +127,13 @@ func (w *Window[K]) Allow(key K) bool {
 // AllowN reports whether n events may happen for key at now, and records
 // them if so, as the key's window.Limiter's AllowN(now, n) would. An absent
 // key is created first, unless n == 0 (then AllowN returns true and creates
-// nothing). AllowN returns false, creating nothing, when n < 0, n > Limit(),
-// key is not equal to itself, or the Window is full (see the package
-// documentation); Decide says which. A now earlier than the latest sweep's
-// instant is replaced by that instant. It allocates nothing for a key that
-// is present. A call that races with the eviction of its key decides on the
-// key's new state, so no admission is lost with an evicted one.
+// nothing, for any key equal to itself). AllowN returns false, creating
+// nothing, when n < 0, n > Limit(), key is not equal to itself, or the
+// Window is full (see the package documentation); Decide says which. A now
+// earlier than the latest sweep's instant is replaced by that instant. It
+// allocates nothing for a key that is present. A call that races with the
+// eviction of its key decides on the key's new state, so no admission is
+// lost with an evicted one.
 func (w *Window[K]) AllowN(key K, now time.Time, n int) bool {
 	ok, _ := w.allowN(key, now, n)
 	return ok
@@ -260,10 +261,11 @@ func (w *Window[K]) view(h uint64, key K, off int64) (twoword.Seen, bool) {
 // AllowN(key, at, n) would admit n if nothing else were admitted for key
 // meanwhile, and true; or false if n can never be admitted. It is the key's
 // window's ReadyAt, or now for an absent key. It returns now and true for
-// n == 0, and false for n < 0, n > Limit(), a key not equal to itself, an
-// absent key when the Window is full (when room will appear is not known),
-// and an n that does not fit at the last instant a window can tell apart
-// (about 63 years after NewWindow). It records nothing and creates no key.
+// n == 0 and a key equal to itself, and false for n < 0, n > Limit(), a key
+// not equal to itself, an absent key when the Window is full (when room will
+// appear is not known), and an n that does not fit at the last instant a
+// window can tell apart (about 63 years after NewWindow). It records nothing
+// and creates no key.
 func (w *Window[K]) ReadyAt(key K, now time.Time, n int) (at time.Time, ok bool) {
 	w.mustBeMade()
 	if !validKey(w.keyCheck, key) {
