@@ -424,7 +424,7 @@ func unixCeil(t time.Time) int64 {
 // checkNames validates user-given policy names against the rules.
 func checkNames(names []string, rules []Rule) error {
 	if len(names) != len(rules) {
-		return fmt.Errorf("httplimit: PolicyNames: %d names for %d rules", len(names), len(rules))
+		return fmt.Errorf("httplimit: PolicyNames: got %d names, want one per rule (%d)", len(names), len(rules))
 	}
 	seen := map[string]bool{}
 	for i, n := range names {

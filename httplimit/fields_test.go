@@ -331,7 +331,7 @@ func TestNewRejects(t *testing.T) {
 		{"nil keyed window", httplimit.KeyedWindow(nil), nil, "no rules"},
 		{"too many rules", fixed{rules: make([]httplimit.Rule, 9)}, nil, "9 rules"},
 		{"bad rule", fixed{rules: []httplimit.Rule{{Limit: 0, Window: time.Second}}}, nil, "rule 0"},
-		{"names count", r, []httplimit.Option{httplimit.PolicyNames("a", "b")}, "2 names for 1 rules"},
+		{"names count", r, []httplimit.Option{httplimit.PolicyNames("a", "b")}, "got 2 names, want one per rule (1)"},
 		{"name with quote", r, []httplimit.Option{httplimit.PolicyNames(`a"b`)}, "printable"},
 		{"empty name", r, []httplimit.Option{httplimit.PolicyNames("")}, "printable"},
 		{"nil key", r, []httplimit.Option{httplimit.Key(nil)}, "key function is nil"},

@@ -534,7 +534,7 @@ func TestLegacyAllocations(t *testing.T) {
 // wrong count is, not the default names in silence.
 func TestPolicyNamesNone(t *testing.T) {
 	_, err := httplimit.New(httplimit.Ring(mustRing(t, 5, time.Second)), httplimit.PolicyNames())
-	require.ErrorContains(t, err, "PolicyNames: 0 names for 1 rules")
+	require.ErrorContains(t, err, "PolicyNames: got 0 names, want one per rule (1)")
 	_, err = httplimit.New(httplimit.Ring(mustRing(t, 5, time.Second)), httplimit.PolicyNames("five"))
 	require.NoError(t, err)
 }
