@@ -14,10 +14,12 @@ import (
 type disagreeing struct {
 	calls      int
 	admitAfter int
+	at         []time.Time // the instant of each AllowN call
 }
 
-func (d *disagreeing) AllowN(time.Time, int) bool {
+func (d *disagreeing) AllowN(now time.Time, _ int) bool {
 	d.calls++
+	d.at = append(d.at, now)
 	return d.admitAfter > 0 && d.calls > d.admitAfter
 }
 
@@ -65,6 +67,33 @@ func TestWaitRetriesAtOnce(t *testing.T) {
 		}
 		if got := time.Since(start); got <= 0 || got > time.Millisecond {
 			t.Fatalf("Wait took %v after its immediate retries, want a short back-off", got)
+		}
+	})
+}
+
+// TestWaitBackoffCapped: the back-off between retries refused although
+// ready grows to a millisecond and no further, so a waiter behind a crowd of
+// competitors tries again at least once a millisecond, as documented: no
+// pause between two tries is longer, and after the ramp every pause is that
+// long.
+func TestWaitBackoffCapped(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const tries = 60
+		d := &disagreeing{admitAfter: tries}
+		if err := Wait(context.Background(), "test", d, 1); err != nil {
+			t.Fatal(err)
+		}
+		if len(d.at) != tries+1 {
+			t.Fatalf("AllowN called %d times, want %d", len(d.at), tries+1)
+		}
+		for i := 1; i < len(d.at); i++ {
+			gap := d.at[i].Sub(d.at[i-1])
+			if gap > maxRetryWait {
+				t.Fatalf("pause %d between refused tries: %v, want at most %v", i, gap, maxRetryWait)
+			}
+			if i >= immediateRetries+12 && gap != maxRetryWait {
+				t.Fatalf("pause %d: %v, want the cap %v once the back-off has grown", i, gap, maxRetryWait)
+			}
 		}
 	})
 }
