@@ -464,21 +464,8 @@ func clusterFailover(t *testing.T, cl *redistest.Cluster, c redis.Client, prefix
 			require.True(t, d.Allowed)
 		}
 	}
-	offset := func(s *redistest.Server) int {
-		info, err := redistest.Do(s.Addr(), "INFO", "replication")
-		require.NoError(t, err)
-		for _, line := range strings.Split(info, "\n") {
-			if v, ok := strings.CutPrefix(strings.TrimSpace(line), "master_repl_offset:"); ok {
-				n, err := strconv.Atoi(v)
-				require.NoError(t, err)
-				return n
-			}
-		}
-		t.Fatalf("no master_repl_offset in %s", info)
-		return 0
-	}
-	want := offset(master)
-	require.Eventually(t, func() bool { return offset(replica) >= want }, 10*time.Second, 10*time.Millisecond,
+	want := replOffset(t, master)
+	require.Eventually(t, func() bool { return replOffset(t, replica) >= want }, 10*time.Second, 10*time.Millisecond,
 		"the replica has the keys' state")
 
 	fail(master)
@@ -519,4 +506,22 @@ func clusterFailover(t *testing.T, cl *redistest.Cluster, c redis.Client, prefix
 	require.NoError(t, err)
 	require.True(t, strings.HasPrefix(role, "master"), "the replica promoted: %s", role)
 	t.Logf("calls that failed during the failover: %d; the first decision by Redis %v after the master failed", failed, firstOK)
+}
+
+// replOffset is the replication offset of s: on a master, how far its
+// replication stream goes; on a replica, how much of it the replica has
+// applied.
+func replOffset(t *testing.T, s *redistest.Server) int {
+	t.Helper()
+	info, err := redistest.Do(s.Addr(), "INFO", "replication")
+	require.NoError(t, err)
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "master_repl_offset:"); ok {
+			n, err := strconv.Atoi(v)
+			require.NoError(t, err)
+			return n
+		}
+	}
+	t.Fatalf("no master_repl_offset in %s", info)
+	return 0
 }
