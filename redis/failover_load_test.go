@@ -110,9 +110,9 @@ func (fl *failoverLimiter) readReplicated(t *testing.T, rc redis.Client, keys []
 }
 
 // failoverLoad runs two goroutines per limiter, each calling its limiter
-// without pause on the server's clock, a key and a cost of 1 to 3 at random
-// (the hour's rule paced so that its limit is not used up before the
-// failover), until Stop.
+// on the server's clock, a key and a cost of 1 to 3 at random, every
+// millisecond (every 6 ms for the hour's rule, so that its limit is not used
+// up before the failover), until Stop.
 type failoverLoad struct {
 	ls         []*failoverLimiter
 	failed     []bool // per key: its master fails
