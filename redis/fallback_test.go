@@ -2,8 +2,10 @@ package redis_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -194,4 +196,115 @@ func TestSweepFallback(t *testing.T) {
 	require.NoError(t, err)
 	require.Zero(t, plain.SweepFallback(later))
 	require.Zero(t, plain.FallbackLen())
+}
+
+// switchClient passes every call to a real Client until down is set, and
+// then fails every script call as a server that is down would.
+type switchClient struct {
+	redis.Client
+	down atomic.Bool
+}
+
+var errDown = errors.New("connection refused (test)")
+
+func (c *switchClient) EvalSHA(ctx context.Context, sha string, keys []string, args []any) ([]int64, error) {
+	if c.down.Load() {
+		return nil, errDown
+	}
+	return c.Client.EvalSHA(ctx, sha, keys, args)
+}
+
+func (c *switchClient) Eval(ctx context.Context, src string, keys []string, args []any) ([]int64, error) {
+	if c.down.Load() {
+		return nil, errDown
+	}
+	return c.Client.Eval(ctx, src, keys, args)
+}
+
+// TestFallbackOnlyWhenRedisFails: decisions Redis answered leave the
+// fallback untouched, alone or in a group: it holds no key (FallbackLen),
+// and once Redis fails it decides from its own state, admitting its whole
+// limit on a key Redis had just admitted calls for.
+func TestFallbackOnlyWhenRedisFails(t *testing.T) {
+	_, _, c := standalone(t)
+	sc := &switchClient{Client: c}
+	mk := func(prefix string) *redis.Limiter {
+		l, err := redis.NewLog(sc, testOptions(redis.Options{Prefix: prefix, OnError: redis.FallBack,
+			Fallback: []redis.Rule{{Limit: 2, Window: time.Minute}}}), redis.Rule{Limit: 5, Window: time.Minute})
+		require.NoError(t, err)
+		return l
+	}
+	l, l2 := mk("fb-only"), mk("fb-only2")
+	g, err := redis.NewGroup(l, l2)
+	require.NoError(t, err)
+	t0 := at(epoch)
+	for i := range 2 {
+		d, err := l.AllowN(t.Context(), "{t}k", t0, 1)
+		require.NoError(t, err)
+		require.True(t, d.Allowed, "call %d", i)
+		require.Equal(t, redis.FromRedis, d.Source)
+		d, err = g.AllowN(t.Context(), []string{"{t}k", "{t}j"}, t0, 1)
+		require.NoError(t, err)
+		require.True(t, d.Allowed, "group call %d", i)
+		require.Equal(t, redis.FromRedis, d.Source)
+	}
+	require.Zero(t, l.FallbackLen(), "Redis answered every call")
+	require.Zero(t, l2.FallbackLen(), "Redis answered every call")
+
+	sc.down.Store(true)
+	for i, want := range []bool{true, true, false} {
+		d, err := l.AllowN(t.Context(), "{t}k", t0, 1)
+		require.NoError(t, err)
+		require.Equal(t, redis.FromFallback, d.Source)
+		require.ErrorIs(t, d.Err, errDown)
+		require.Equal(t, want, d.Allowed, "fallback call %d (its limit 2, from its own state)", i)
+	}
+	for i, want := range []bool{true, true, false} {
+		d, err := l2.AllowN(t.Context(), "{t}j", t0, 1)
+		require.NoError(t, err)
+		require.Equal(t, want, d.Allowed, "second limiter's fallback call %d", i)
+	}
+}
+
+// TestCostAboveSmallestLimit: with several Redis rules, a cost above the
+// smallest limit never fits, even though it fits the others: while every
+// call to Redis fails it is refused under FailOpen and under FallBack (whose
+// own limit is larger), with no instant at which it fits, alone, as a check
+// and in a group; a cost at the smallest limit is admitted.
+func TestCostAboveSmallestLimit(t *testing.T) {
+	c := &switchClient{}
+	c.down.Store(true)
+	rules := []redis.Rule{{Limit: 10, Window: time.Hour}, {Limit: 3, Window: time.Minute}}
+	for _, p := range []redis.Policy{redis.FailOpen, redis.FallBack} {
+		mk := func(prefix string) *redis.Limiter {
+			l, err := redis.NewLog(c, redis.Options{Prefix: prefix, OnError: p,
+				Fallback: []redis.Rule{{Limit: 100, Window: time.Minute}}}, rules...)
+			require.NoError(t, err)
+			return l
+		}
+		l := mk(fmt.Sprintf("above-%d", p))
+		g, err := redis.NewGroup(l, mk(fmt.Sprintf("above2-%d", p)))
+		require.NoError(t, err)
+		now := at(epoch)
+		calls := map[string]func(n int) (redis.Decision, error){
+			"AllowN": func(n int) (redis.Decision, error) { return l.AllowN(t.Context(), "k", now, n) },
+			"CheckN": func(n int) (redis.Decision, error) { return l.CheckN(t.Context(), "k", now, n) },
+			"group": func(n int) (redis.Decision, error) {
+				return g.AllowN(t.Context(), []string{"{g}a", "{g}b"}, now, n)
+			},
+		}
+		for name, f := range calls {
+			d, err := f(5)
+			require.NoError(t, err)
+			require.NotEqual(t, redis.FromRedis, d.Source)
+			require.False(t, d.Allowed, "policy %d, %s: n = 5 above the limit 3", p, name)
+			require.True(t, d.ReadyAt.IsZero(), "policy %d, %s: never fits", p, name)
+			d, err = f(3)
+			require.NoError(t, err)
+			require.True(t, d.Allowed, "policy %d, %s: n = 3 at the limit 3", p, name)
+		}
+		_, ok, err := l.ReadyAt(t.Context(), "k2", now, 5)
+		require.NoError(t, err)
+		require.False(t, ok, "policy %d: ReadyAt of n = 5 above the limit 3", p)
+	}
 }
