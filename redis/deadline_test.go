@@ -253,3 +253,29 @@ func TestSharedDeadlinePerSlot(t *testing.T) {
 	// slots, one shared context each.
 	require.LessOrEqual(t, len(live), 2, "deadline contexts still running after their calls")
 }
+
+// TestDefaultTimeout: a zero Options.Timeout bounds each decision by
+// DefaultTimeout (a deadline from the Redis client's side between
+// DefaultTimeout after the call began and a 128th of it more after it
+// ended), and a negative one leaves the caller's context unbounded.
+func TestDefaultTimeout(t *testing.T) {
+	rule := redis.Rule{Limit: 1, Window: time.Microsecond}
+	c := &deadlineClient{}
+	l, err := redis.NewLog(c, redis.Options{}, rule)
+	require.NoError(t, err)
+	for _, ctx := range []context.Context{context.Background(), t.Context()} {
+		begin := time.Now()
+		_, err = l.AllowN(ctx, "k", time.Time{}, 1)
+		end := time.Now()
+		require.NoError(t, err)
+		seen := c.seen(t, l, "k")
+		require.True(t, seen.ok, "a zero Timeout is DefaultTimeout, not none")
+		require.False(t, seen.deadline.Before(begin.Add(redis.DefaultTimeout)), "deadline %v after the call began", seen.deadline.Sub(begin))
+		require.False(t, seen.deadline.After(end.Add(redis.DefaultTimeout+redis.DefaultTimeout/128)), "deadline %v after the call ended", seen.deadline.Sub(end))
+	}
+	none, err := redis.NewLog(c, redis.Options{Timeout: -1}, rule)
+	require.NoError(t, err)
+	_, err = none.AllowN(context.Background(), "k", time.Time{}, 1)
+	require.NoError(t, err)
+	require.False(t, c.seen(t, none, "k").ok, "a negative Timeout: no deadline")
+}

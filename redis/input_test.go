@@ -2,6 +2,8 @@ package redis_test
 
 import (
 	"context"
+	"crypto/sha1"
+	"encoding/hex"
 	"math"
 	"strconv"
 	"strings"
@@ -361,4 +363,59 @@ func TestRulesInKey(t *testing.T) {
 			mustKey(t, mk(redis.Options{Prefix: "app"}, 5), "k"), "%s: an explicit prefix names the limit alone", name)
 		require.Equal(t, mustKey(t, mk(redis.Options{Prefix: "app"}, 5), "k"), mustKey(t, mk(redis.Options{Prefix: "app"}, 100), "k"), name)
 	}
+}
+
+// TestInputBounds: the edges of the accepted input are accepted: a key of
+// exactly MaxKeyLen bytes, and the first and last microseconds of the range
+// of instants, (1970, 2112) (1 µs and 2^52-1 µs after the epoch, the latter
+// also given with nanoseconds that truncate to it); 2^52 µs is refused.
+func TestInputBounds(t *testing.T) {
+	_, _, c := standalone(t)
+	l := mustLog(t, c, redis.Options{Prefix: "bounds"}, redis.Rule{Limit: 1, Window: time.Hour})
+	d, err := l.AllowN(t.Context(), strings.Repeat("x", redis.MaxKeyLen), at(epoch), 1)
+	require.NoError(t, err, "a key of MaxKeyLen bytes")
+	require.True(t, d.Allowed)
+	last := time.UnixMicro(1<<52 - 1)
+	for i, now := range []time.Time{time.UnixMicro(1), last, last.Add(999 * time.Nanosecond)} {
+		d, err := l.AllowN(t.Context(), "k"+strconv.Itoa(i), now, 1)
+		require.NoError(t, err, "instant %v", now)
+		require.True(t, d.Allowed)
+		require.True(t, d.At.Equal(now.Truncate(time.Microsecond)), "at %v, want %v", d.At, now)
+	}
+	d, err = l.AllowN(t.Context(), "k", time.UnixMicro(1<<52), 1)
+	require.ErrorContains(t, err, "redis: now must be after the Unix epoch and before 2112")
+	require.Equal(t, redis.FromError, d.Source)
+}
+
+// TestBraceKeyForms: user keys with braces but no hash tag of their own
+// ("}", "{}a") take a digest as their tag, so that no two user keys share a
+// Redis key (the key "}" and the key made of its digest's tag followed by
+// "}" count apart) and two such keys are never placed together: a group of
+// "{}a" and "{}b" is refused before anything is sent, as their Redis keys
+// would lie in different cluster slots.
+func TestBraceKeyForms(t *testing.T) {
+	s, _, c := standalone(t)
+	l := mustLog(t, c, redis.Options{Prefix: "brace"}, redis.Rule{Limit: 1, Window: time.Hour})
+	now := at(epoch)
+	h := sha1.Sum([]byte("}"))
+	twin := hex.EncodeToString(h[:8]) + "}"
+	for _, k := range []string{"}", twin} {
+		d, err := l.AllowN(t.Context(), k, now, 1)
+		require.NoError(t, err)
+		require.True(t, d.Allowed, "key %q is decided on its own state", k)
+	}
+	_, err := redistest.Do(s.Addr(), "FLUSHALL")
+	require.NoError(t, err)
+	l2 := mustLog(t, c, redis.Options{Prefix: "brace2"}, redis.Rule{Limit: 1, Window: time.Hour})
+	g, err := redis.NewGroup(l, l2)
+	require.NoError(t, err)
+	for _, keys := range [][]string{{"{}a", "{}b"}, {"a}", "{a}x"}} {
+		d, err := g.AllowN(t.Context(), keys, now, 1)
+		require.ErrorContains(t, err, "have different hash tags", "keys %q", keys)
+		require.False(t, d.Allowed)
+		require.Equal(t, redis.FromError, d.Source)
+	}
+	out, err := redistest.Do(s.Addr(), "DBSIZE")
+	require.NoError(t, err)
+	require.Equal(t, "0", out, "nothing sent")
 }
