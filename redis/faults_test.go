@@ -539,4 +539,25 @@ func TestMalformedReply(t *testing.T) {
 		require.Equal(t, redis.FromFallback, d.Source)
 		require.Equal(t, want, d.Allowed, "fallback call %d (fallback limit 1)", i)
 	}
+
+	// A reply longer than the script's is not the script's either.
+	long, err := redis.NewLog(longReplyClient{}, redis.Options{Prefix: "bad"}, redis.Rule{Limit: 5, Window: time.Hour})
+	require.NoError(t, err)
+	d, err = long.AllowN(t.Context(), "k", now, 1)
+	require.ErrorContains(t, err, `redis: key "k": the log script answered 5 values, want 4`)
+	require.False(t, d.Allowed)
+	require.Equal(t, redis.FromError, d.Source)
 }
+
+// longReplyClient answers every script call with an admission and one value
+// more than a one-rule script answers.
+type longReplyClient struct{}
+
+func (longReplyClient) EvalSHA(context.Context, string, []string, []any) ([]int64, error) {
+	now := time.Now().UnixMicro()
+	return []int64{1, now, now, 4, 4}, nil
+}
+func (c longReplyClient) Eval(ctx context.Context, _ string, keys []string, args []any) ([]int64, error) {
+	return c.EvalSHA(ctx, "", keys, args)
+}
+func (longReplyClient) Load(context.Context, string) error { return nil }

@@ -543,3 +543,41 @@ func TestGroupKeyTTLs(t *testing.T) {
 		}
 	}
 }
+
+// TestGroupPolicyOfFirst: a group's call takes the failure policy of its
+// first limiter, whatever the others' policies.
+func TestGroupPolicyOfFirst(t *testing.T) {
+	c := &switchClient{}
+	c.down.Store(true)
+	rule := redis.Rule{Limit: 5, Window: time.Minute}
+	fbRules := []redis.Rule{{Limit: 1, Window: time.Minute}}
+	mk := func(p redis.Policy, prefix string) *redis.Limiter {
+		l, err := redis.NewLog(c, redis.Options{Prefix: prefix, OnError: p, Fallback: fbRules}, rule)
+		require.NoError(t, err)
+		return l
+	}
+	closed, open, fb := mk(redis.FailClosed, "gp-c"), mk(redis.FailOpen, "gp-o"), mk(redis.FallBack, "gp-f")
+	keys := []string{"{t}a", "{t}b"}
+	now := at(epoch)
+	for _, tc := range []struct {
+		ls   []*redis.Limiter
+		want redis.Source
+	}{
+		{[]*redis.Limiter{closed, open}, redis.FromError},
+		{[]*redis.Limiter{open, closed}, redis.FromFailOpen},
+		{[]*redis.Limiter{open, fb}, redis.FromFailOpen},
+		{[]*redis.Limiter{closed, fb}, redis.FromError},
+	} {
+		g, err := redis.NewGroup(tc.ls...)
+		require.NoError(t, err)
+		d, err := g.AllowN(t.Context(), keys, now, 1)
+		require.Equal(t, tc.want, d.Source)
+		require.Equal(t, tc.want != redis.FromError, d.Allowed, "source %v", d.Source)
+		if tc.want == redis.FromError {
+			require.ErrorIs(t, err, errDown)
+		} else {
+			require.NoError(t, err)
+			require.ErrorIs(t, d.Err, errDown)
+		}
+	}
+}

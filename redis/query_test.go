@@ -203,3 +203,31 @@ func TestGroupQueries(t *testing.T) {
 	require.True(t, ok)
 	require.True(t, r.Equal(t0))
 }
+
+// TestReadyAtNowItself: when the cost fits, ReadyAt answers the caller's
+// instant itself, nanoseconds included, not the whole microsecond Redis
+// decided at (for a key and for a group); a refusal's instant is Redis's.
+func TestReadyAtNowItself(t *testing.T) {
+	_, _, c := standalone(t)
+	l := mustLog(t, c, redis.Options{Prefix: "ready-now"}, redis.Rule{Limit: 1, Window: time.Second})
+	l2 := mustLog(t, c, redis.Options{Prefix: "ready-now2"}, redis.Rule{Limit: 2, Window: time.Second})
+	g, err := redis.NewGroup(l, l2)
+	require.NoError(t, err)
+	now := at(epoch).Add(1500 * time.Nanosecond)
+	r, ok, err := l.ReadyAt(t.Context(), "k", now, 1)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.True(t, r.Equal(now), "ReadyAt %v, want now %v", r, now)
+	r, ok, err = g.ReadyAt(t.Context(), []string{"{t}a", "{t}b"}, now, 1)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.True(t, r.Equal(now), "group ReadyAt %v, want now %v", r, now)
+
+	d, err := l.AllowN(t.Context(), "k", now, 1)
+	require.NoError(t, err)
+	require.True(t, d.Allowed)
+	r, ok, err = l.ReadyAt(t.Context(), "k", now, 1)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.True(t, r.Equal(at(epoch+1).Add(time.Second)), "refused: ready one window after the admission at %v, got %v", d.At, r)
+}

@@ -133,3 +133,21 @@ func TestWaitNServerTime(t *testing.T) {
 	}
 	require.NoError(t, l.WaitN(t.Context(), "k", 1), "the second unit after the window passed")
 }
+
+// TestWaitNZeroCost: WaitN of cost 0 returns nil at once, for a key at its
+// limit and for a group, and records nothing.
+func TestWaitNZeroCost(t *testing.T) {
+	_, _, c := standalone(t)
+	l := mustLog(t, c, redis.Options{Prefix: "wait0"}, redis.Rule{Limit: 1, Window: time.Hour})
+	l2 := mustLog(t, c, redis.Options{Prefix: "wait0b"}, redis.Rule{Limit: 1, Window: time.Hour})
+	g, err := redis.NewGroup(l, l2)
+	require.NoError(t, err)
+	require.NoError(t, l.Wait(t.Context(), "{t}k"))
+	ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+	defer cancel()
+	require.NoError(t, l.WaitN(ctx, "{t}k", 0), "n = 0 on a key at its limit")
+	require.NoError(t, g.WaitN(ctx, []string{"{t}k", "{t}j"}, 0), "n = 0 on a group with a key at its limit")
+	d, err := l2.AllowN(t.Context(), "{t}j", time.Time{}, 1)
+	require.NoError(t, err)
+	require.True(t, d.Allowed, "the group's wait of 0 recorded nothing")
+}
