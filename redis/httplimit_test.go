@@ -127,3 +127,41 @@ func TestHTTPServerClockRetryAt(t *testing.T) {
 		}
 	}
 }
+
+// TestHTTPResetBound: a quota's Reset is an upper bound on when the rule has
+// its whole limit back: asked again Reset later, with nothing admitted
+// meanwhile, every kind answers the full limit and a Reset of 0. The window's
+// previous count weighs on the estimate for a second window, so its Reset
+// after an admission is two windows.
+func TestHTTPResetBound(t *testing.T) {
+	_, _, c := standalone(t)
+	rule := redis.Rule{Limit: 2, Window: time.Second}
+	mk := map[string]func() (*redis.Limiter, error){
+		"log": func() (*redis.Limiter, error) {
+			return redis.NewLog(c, testOptions(redis.Options{Prefix: "reset-log"}), rule)
+		},
+		"window": func() (*redis.Limiter, error) {
+			return redis.NewWindow(c, testOptions(redis.Options{Prefix: "reset-win"}), rule)
+		},
+		"buckets": func() (*redis.Limiter, error) {
+			r := rule
+			r.Precision = rule.Window / 4
+			return redis.NewBuckets(c, testOptions(redis.Options{Prefix: "reset-bkt"}), r)
+		},
+	}
+	for kind, f := range mk {
+		l, err := f()
+		require.NoError(t, err)
+		h, err := redis.NewHTTP(l, false)
+		require.NoError(t, err)
+		t0 := at(epoch).Add(300 * time.Millisecond)
+		d, err := h.Decide(t.Context(), "k", t0, 1)
+		require.NoError(t, err)
+		require.True(t, d.Allowed, kind)
+		reset := d.Quota[0].Reset
+		require.Positive(t, reset, kind)
+		d, err = h.Check(t.Context(), "k", t0.Add(reset), 0)
+		require.NoError(t, err)
+		require.Equal(t, httplimit.Quota{Remaining: rule.Limit}, d.Quota[0], "%s: asked again %v later", kind, reset)
+	}
+}
