@@ -126,13 +126,6 @@ func clusterFailoverUnderLoad(t *testing.T, cl *redistest.Cluster, c redis.Clien
 	defer func() { _ = rgc.Close() }()
 	rc, err := redis.NewGoRedis(rgc)
 	require.NoError(t, err)
-	role := func(s *redistest.Server) string {
-		out, err := redistest.Do(s.Addr(), "ROLE")
-		if err != nil {
-			return err.Error()
-		}
-		return out
-	}
 
 	load := startFailoverLoad(t, ls, keys, failed)
 	defer load.Stop()
@@ -152,14 +145,7 @@ func clusterFailoverUnderLoad(t *testing.T, cl *redistest.Cluster, c redis.Clien
 		prev = off
 		time.Sleep(50 * time.Millisecond)
 	}
-	for _, fl := range ls {
-		fl.readReplicated(t, rc, keys, failed)
-	}
-	require.True(t, strings.HasPrefix(role(replica), "slave"), "the replica was read before its promotion")
-	require.Eventually(t, func() bool { return strings.HasPrefix(role(replica), "master") },
-		20*time.Second, 10*time.Millisecond, "the replica promoted")
-	tm.promote = time.Now()
-	load.promoted(tm.promote)
+	tm.promote = awaitPromotion(t, load, ls, rc, replica, keys, failed)
 	load.waitResumed(t)
 	all := time.Now()
 	time.Sleep(500 * time.Millisecond) // the load goes on past every limiter's resumption

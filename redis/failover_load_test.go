@@ -16,6 +16,7 @@ import (
 
 	"github.com/slidelimit/slidelimit/internal/oracle"
 	"github.com/slidelimit/slidelimit/redis"
+	"github.com/slidelimit/slidelimit/redis/internal/redistest"
 )
 
 // What TestSentinelFailoverUnderLoad and TestClusterFailoverUnderLoad share:
@@ -309,4 +310,21 @@ func checkFailover(t *testing.T, fl *failoverLimiter, failed []bool, tm failover
 			fl.name, k, total[k], limit, old[k], r, max(old[k]-r, 0))
 	}
 	t.Logf("%s: %d calls, sources %v", fl.name, len(fl.calls), bySrc)
+}
+
+// awaitPromotion reads, through rc, what replica holds of each limiter's
+// keys, requires that it was still a replica then (so that the reads are
+// the state the new master starts from), waits for its promotion, tells
+// load, and returns the instant the promotion was seen.
+func awaitPromotion(t *testing.T, load *failoverLoad, ls []*failoverLimiter, rc redis.Client, replica *redistest.Server, keys []string, failed []bool) time.Time {
+	t.Helper()
+	for _, fl := range ls {
+		fl.readReplicated(t, rc, keys, failed)
+	}
+	require.True(t, strings.HasPrefix(role(replica), "slave"), "the replica was read before its promotion")
+	require.Eventually(t, func() bool { return strings.HasPrefix(role(replica), "master") },
+		20*time.Second, 10*time.Millisecond, "the replica promoted")
+	p := time.Now()
+	load.promoted(p)
+	return p
 }

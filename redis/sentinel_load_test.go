@@ -3,7 +3,6 @@ package redis_test
 import (
 	"runtime"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -41,19 +40,7 @@ import (
 //   - no goroutine is left once the clients are closed, and nothing panics.
 func TestSentinelFailoverUnderLoad(t *testing.T) {
 	base := runtime.NumGoroutine()
-	primary, replica := redistest.StartReplica(t)
-	role := func(s *redistest.Server) string {
-		out, err := redistest.Do(s.Addr(), "ROLE")
-		if err != nil {
-			return err.Error()
-		}
-		return out
-	}
-	sen := redistest.StartSentinel(t, "mymaster", primary)
-	require.Eventually(t, func() bool {
-		out, err := redistest.Do(sen.Addr(), "SENTINEL", "REPLICAS", "mymaster")
-		return err == nil && strings.Contains(out, strconv.Itoa(replica.Port))
-	}, 15*time.Second, 50*time.Millisecond, "Sentinel found the replica")
+	primary, replica, sen := startSentinelPair(t)
 
 	gc := goredis.NewFailoverClient(&goredis.FailoverOptions{MasterName: "mymaster", SentinelAddrs: []string{sen.Addr()}, ContextTimeoutEnabled: true})
 	defer func() { _ = gc.Close() }()
@@ -78,14 +65,7 @@ func TestSentinelFailoverUnderLoad(t *testing.T) {
 	primary.Stop()
 	tm.killed = time.Now()
 	// What the replica holds, read before Sentinel can promote it.
-	for _, fl := range ls {
-		fl.readReplicated(t, rc, keys, failed)
-	}
-	require.True(t, strings.HasPrefix(role(replica), "slave"), "the replica was read before its promotion")
-	require.Eventually(t, func() bool { return strings.HasPrefix(role(replica), "master") },
-		20*time.Second, 10*time.Millisecond, "the replica promoted")
-	tm.promote = time.Now()
-	load.promoted(tm.promote)
+	tm.promote = awaitPromotion(t, load, ls, rc, replica, keys, failed)
 	t.Logf("replica promoted %v after the kill", tm.promote.Sub(tm.killed).Round(time.Millisecond))
 	load.waitResumed(t)
 	t.Logf("every limiter decided by the new master %v after the promotion", time.Since(tm.promote).Round(time.Millisecond))

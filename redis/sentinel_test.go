@@ -22,19 +22,7 @@ import (
 // replication would be lost: "Failure policy" in docs/redis.md. The test
 // checks that the replica holds the state before the crash.)
 func TestSentinelFailover(t *testing.T) {
-	primary, replica := redistest.StartReplica(t)
-	role := func(s *redistest.Server) string {
-		out, err := redistest.Do(s.Addr(), "ROLE")
-		if err != nil {
-			return err.Error()
-		}
-		return out
-	}
-	sen := redistest.StartSentinel(t, "mymaster", primary)
-	require.Eventually(t, func() bool {
-		out, err := redistest.Do(sen.Addr(), "SENTINEL", "REPLICAS", "mymaster")
-		return err == nil && strings.Contains(out, strconv.Itoa(replica.Port))
-	}, 15*time.Second, 50*time.Millisecond, "Sentinel found the replica")
+	primary, replica, sen := startSentinelPair(t)
 
 	gc := goredis.NewFailoverClient(&goredis.FailoverOptions{MasterName: "mymaster", SentinelAddrs: []string{sen.Addr()}, ContextTimeoutEnabled: true})
 	t.Cleanup(func() { _ = gc.Close() })
@@ -97,4 +85,26 @@ func TestSentinelFailover(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "127.0.0.1\n"+strconv.Itoa(replica.Port), addr)
 	t.Logf("calls that failed while the client switched masters: %d", failed)
+}
+
+// startSentinelPair starts a primary, its replica and a Sentinel that
+// monitors the primary as "mymaster", and returns once the Sentinel knows
+// the replica.
+func startSentinelPair(t *testing.T) (primary, replica, sen *redistest.Server) {
+	primary, replica = redistest.StartReplica(t)
+	sen = redistest.StartSentinel(t, "mymaster", primary)
+	require.Eventually(t, func() bool {
+		out, err := redistest.Do(sen.Addr(), "SENTINEL", "REPLICAS", "mymaster")
+		return err == nil && strings.Contains(out, strconv.Itoa(replica.Port))
+	}, 15*time.Second, 50*time.Millisecond, "Sentinel found the replica")
+	return primary, replica, sen
+}
+
+// role is s's ROLE reply ("master ...", "slave ..."), or its error's text.
+func role(s *redistest.Server) string {
+	out, err := redistest.Do(s.Addr(), "ROLE")
+	if err != nil {
+		return err.Error()
+	}
+	return out
 }
