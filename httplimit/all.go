@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/slidelimit/slidelimit/internal/nilvalue"
 )
 
 // All combines several limiters into one that admits a request only if every
@@ -49,7 +51,7 @@ func All(members ...Limiter) (Limiter, error) {
 	}
 	a := &all{}
 	for i, m := range members {
-		if isNil(m) {
+		if nilvalue.Is(m) {
 			return nil, fmt.Errorf("httplimit: All: limiter %d is nil", i)
 		}
 		rules := m.Rules()

@@ -5,9 +5,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"reflect"
 	"slices"
 	"time"
+
+	"github.com/slidelimit/slidelimit/internal/nilvalue"
 )
 
 // Middleware limits the requests of the handlers it wraps. Build one with
@@ -168,7 +169,7 @@ func OnLimiterError(p Failure, f func(r *http.Request, err error)) Option {
 // pointer in the interface), has no rules, more than MaxRules, or an invalid
 // rule, or if an option is invalid or given twice.
 func New(l Limiter, opts ...Option) (*Middleware, error) {
-	if isNil(l) {
+	if nilvalue.Is(l) {
 		return nil, errors.New("httplimit: limiter is nil")
 	}
 	m := &Middleware{lim: l, key: RemoteAddr, now: time.Now}
@@ -369,17 +370,4 @@ func plain(w http.ResponseWriter, code int, body string) {
 	h["X-Content-Type-Options"] = nosniff
 	w.WriteHeader(code)
 	_, _ = io.WriteString(w, body)
-}
-
-// isNil reports whether l is nil or holds a nil pointer (or another nil
-// value of a kind that has one), whose methods would dereference it.
-func isNil(l Limiter) bool {
-	if l == nil {
-		return true
-	}
-	switch v := reflect.ValueOf(l); v.Kind() {
-	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan, reflect.Interface:
-		return v.IsNil()
-	}
-	return false
 }

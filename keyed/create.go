@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"reflect"
 	"time"
+
+	"github.com/slidelimit/slidelimit/internal/nilvalue"
 )
 
 // New returns a Limiter whose keys each get a limiter from newLimiter, which
@@ -43,7 +45,7 @@ func New[K comparable, L PerKey](newLimiter func() (L, error), opts ...Option) (
 		if err != nil {
 			return nil, fmt.Errorf("keyed: newLimiter: %w", err)
 		}
-		if isNil(l) {
+		if nilvalue.Is(l) {
 			return nil, errNilLimiter
 		}
 		made[i] = l
@@ -116,7 +118,7 @@ func (k *Limiter[K, L]) insert(key K) (*entry[L], error) {
 	}()
 	l, err := k.newLimiter() // user code: no lock is held
 	returned = true
-	if err != nil || isNil(l) {
+	if err != nil || nilvalue.Is(l) {
 		k.failed.Store(true)
 		if err == nil {
 			return nil, errNilLimiter
@@ -132,19 +134,6 @@ func (k *Limiter[K, L]) insert(key K) (*entry[L], error) {
 	e, loaded := k.keys.loadOrStore(key, &entry[L]{lim: l})
 	stored = !loaded
 	return e, nil
-}
-
-// isNil reports whether l is a nil interface or a nil pointer (or other nil
-// reference) in an interface.
-func isNil(l any) bool {
-	v := reflect.ValueOf(l)
-	switch v.Kind() {
-	case reflect.Invalid:
-		return true
-	case reflect.Pointer, reflect.Interface, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan:
-		return v.IsNil()
-	}
-	return false
 }
 
 // sameLimiter reports whether a and b are the same reference: two pointers

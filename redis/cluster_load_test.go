@@ -161,17 +161,5 @@ func clusterFailoverUnderLoad(t *testing.T, cl *redistest.Cluster, c redis.Clien
 	}
 
 	// The failed master's keys live on the new master, which decides them.
-	for _, fl := range ls {
-		for k, key := range keys {
-			if !failed[k] {
-				continue
-			}
-			v, err := redistest.Do(replica.Addr(), "EXISTS", mustKey(t, fl.l, key))
-			require.NoError(t, err)
-			require.Equal(t, "1", v, fl.name)
-			d, err := fl.l.CheckN(t.Context(), key, time.Time{}, 1)
-			require.NoError(t, err, fl.name)
-			require.Equal(t, redis.FromRedis, d.Source, fl.name)
-		}
-	}
+	checkOnNewMaster(t, ls, replica, keys, failed)
 }

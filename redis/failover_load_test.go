@@ -328,3 +328,22 @@ func awaitPromotion(t *testing.T, load *failoverLoad, ls []*failoverLimiter, rc 
 	load.promoted(p)
 	return p
 }
+
+// checkOnNewMaster requires that each failed key of each limiter lives on
+// the promoted replica and is decided there by Redis.
+func checkOnNewMaster(t *testing.T, ls []*failoverLimiter, replica *redistest.Server, keys []string, failed []bool) {
+	t.Helper()
+	for _, fl := range ls {
+		for k, key := range keys {
+			if !failed[k] {
+				continue
+			}
+			v, err := redistest.Do(replica.Addr(), "EXISTS", mustKey(t, fl.l, key))
+			require.NoError(t, err)
+			require.Equal(t, "1", v, fl.name)
+			d, err := fl.l.CheckN(t.Context(), key, time.Time{}, 1)
+			require.NoError(t, err, fl.name)
+			require.Equal(t, redis.FromRedis, d.Source, fl.name)
+		}
+	}
+}

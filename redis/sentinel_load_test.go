@@ -83,16 +83,7 @@ func TestSentinelFailoverUnderLoad(t *testing.T) {
 
 	// Each key lives on the new master, which decides it, and Sentinel
 	// names it.
-	for _, fl := range ls {
-		for _, key := range keys {
-			v, err := redistest.Do(replica.Addr(), "EXISTS", mustKey(t, fl.l, key))
-			require.NoError(t, err)
-			require.Equal(t, "1", v, fl.name)
-			d, err := fl.l.CheckN(t.Context(), key, time.Time{}, 1)
-			require.NoError(t, err, fl.name)
-			require.Equal(t, redis.FromRedis, d.Source, fl.name)
-		}
-	}
+	checkOnNewMaster(t, ls, replica, keys, failed)
 	addr, err := redistest.Do(sen.Addr(), "SENTINEL", "GET-MASTER-ADDR-BY-NAME", "mymaster")
 	require.NoError(t, err)
 	require.Equal(t, "127.0.0.1\n"+strconv.Itoa(replica.Port), addr)

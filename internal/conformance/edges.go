@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"reflect"
 	"strconv"
 	"testing"
 	"time"
@@ -13,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/slidelimit/slidelimit/internal/clock"
+	"github.com/slidelimit/slidelimit/internal/nilvalue"
 )
 
 // constructor checks that bad configuration is rejected with a nil limiter and
@@ -45,7 +45,7 @@ func (s *suite) constructor(t *testing.T) {
 		v, err := s.Construct(b.limit, b.window)
 		call := "New(" + strconv.Itoa(b.limit) + ", " + b.window.String() + ")"
 		require.Errorf(t, err, "%s: want an error naming %s", call, b.arg)
-		assert.Truef(t, isNil(v), "%s returned limiter %v with its error, want nil", call, v)
+		assert.Truef(t, nilvalue.Is(v), "%s returned limiter %v with its error, want nil", call, v)
 		msg := err.Error()
 		assert.Regexpf(t, "^"+s.Pkg+": ", msg, "%s: the error must start with the package name", call)
 		assert.Containsf(t, msg, b.arg, "%s: the error must name the argument", call)
@@ -57,20 +57,8 @@ func (s *suite) constructor(t *testing.T) {
 	}{{1, 1}, {1, s.MaxWindow}, {2, time.Second}} {
 		v, err := s.Construct(g.limit, g.window)
 		require.NoErrorf(t, err, "New(%d, %v)", g.limit, g.window)
-		assert.Falsef(t, isNil(v), "New(%d, %v) returned a nil limiter", g.limit, g.window)
+		assert.Falsef(t, nilvalue.Is(v), "New(%d, %v) returned a nil limiter", g.limit, g.window)
 	}
-}
-
-// isNil reports whether v is nil or a nil pointer, map, slice or func.
-func isNil(v any) bool {
-	if v == nil {
-		return true
-	}
-	switch rv := reflect.ValueOf(v); rv.Kind() {
-	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Func, reflect.Interface, reflect.Chan:
-		return rv.IsNil()
-	}
-	return false
 }
 
 // edges checks n == 0, n < 0 and n > limit in every method, and that they
