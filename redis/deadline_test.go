@@ -151,7 +151,17 @@ func TestTimeoutDeadline(t *testing.T) {
 		for g := range 4 {
 			ctx, cancel := parents(g)
 			start := time.Now()
-			_, err := l.Allow(ctx, "k")
+			// Bounded, so that a call kept waiting past its timeout (a
+			// caller's later deadline kept) fails here instead of
+			// hanging the package until go test's timeout.
+			done := make(chan error, 1)
+			go func() { _, err := l.Allow(ctx, "k"); done <- err }()
+			var err error
+			select {
+			case err = <-done:
+			case <-time.After(timeout + 10*time.Second):
+				t.Fatalf("goroutine %d: an unanswered call still waits %v after its timeout of %v: a deadline later than the timeout was kept", g, 10*time.Second, timeout)
+			}
 			cancel()
 			require.True(t, errors.Is(err, context.DeadlineExceeded), "goroutine %d: %v", g, err)
 			require.GreaterOrEqual(t, time.Since(start), timeout)
