@@ -344,7 +344,61 @@ func StartClusterReplicas(t testing.TB) *Cluster {
 		}
 		return ready == 3, fmt.Sprintf("%d replicas ready", ready)
 	})
+	// A link that is up is not enough (see StartReplica): write a probe key
+	// on each master, in one of its own slots, and wait until the master's
+	// replica holds it (DBSIZE: a replica redirects reads of keys), then
+	// until it has seen the probe deleted.
+	deadline := time.Now().Add(30 * time.Second)
+	for _, n := range c.Nodes {
+		replica := c.replicaOf(t, n)
+		if replica == nil {
+			continue // n is a replica
+		}
+		key := ""
+		for i := 0; key == ""; i++ {
+			k := fmt.Sprintf("redistest:replication-probe:%d", i)
+			_, err := Do(n.Addr(), "SET", k, "1")
+			switch {
+			case err == nil:
+				key = k
+			case !strings.Contains(err.Error(), "MOVED") || i > 10000:
+				t.Fatalf("redistest: writing a replication probe on %s: %v", n.Addr(), err)
+			}
+		}
+		for _, want := range []string{"1", "0"} {
+			waitFor(t, deadline, "replica "+replica.Addr()+" to hold "+want+" key(s) of "+n.Addr(), func() (bool, string) {
+				v, err := Do(replica.Addr(), "DBSIZE")
+				return err == nil && v == want, fmt.Sprint(v, " ", err)
+			})
+			if want == "1" {
+				if _, err := Do(n.Addr(), "DEL", key); err != nil {
+					t.Fatalf("redistest: deleting the replication probe on %s: %v", n.Addr(), err)
+				}
+			}
+		}
+	}
 	return c
+}
+
+// replicaOf returns the node that replicates m, or nil if m is a replica
+// itself.
+func (c *Cluster) replicaOf(t testing.TB, m *Server) *Server {
+	t.Helper()
+	info, err := Do(m.Addr(), "INFO", "replication")
+	if err != nil {
+		t.Fatalf("redistest: INFO replication on %s: %v", m.Addr(), err)
+	}
+	if !strings.Contains(info, "role:master") {
+		return nil
+	}
+	for _, n := range c.Nodes {
+		ri, err := Do(n.Addr(), "INFO", "replication")
+		if err == nil && strings.Contains(ri, "role:slave") && strings.Contains(ri, "master_port:"+strconv.Itoa(m.Port)+"\r\n") {
+			return n
+		}
+	}
+	t.Fatalf("redistest: no replica of %s", m.Addr())
+	return nil
 }
 
 // StartReplica starts a standalone primary and a replica of it, and returns
