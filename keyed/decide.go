@@ -93,8 +93,8 @@ type rulesLimiter interface {
 // absent key, unless the Limiter is full or the last creation failed: then
 // it appends nothing and reports no room, as TokensAt and ReadyAt do). For
 // any other limiter, and after ErrBadKey, ErrFull or a failed creation, it
-// appends nothing. It returns the extended slice. It
-// allocates nothing for a key that is present when rules has room.
+// appends nothing. It returns the extended slice. It allocates nothing for a
+// key that is present when rules has room.
 func (k *Limiter[K, L]) DecideRules(key K, now time.Time, n int, rules []Status) (Status, []Status, error) {
 	return k.decide(key, now, n, rules, true)
 }
