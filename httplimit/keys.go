@@ -224,15 +224,19 @@ func PatternKey(r *http.Request) (string, error) {
 // JoinKeys keys a request by several keys at once (per route and client,
 // say): the key is each part prefixed with its length, so that two
 // different lists of parts never give the same key. The first error of a
-// part is returned.
+// part is returned. It panics if a part is nil, a programming error
+// reported where the key function is built rather than as a 500 on every
+// request.
 func JoinKeys(parts ...KeyFunc) KeyFunc {
 	parts = append([]KeyFunc(nil), parts...)
+	for i, f := range parts {
+		if f == nil {
+			panic(fmt.Sprintf("httplimit: JoinKeys: key function %d is nil", i))
+		}
+	}
 	return func(r *http.Request) (string, error) {
 		var b []byte
 		for _, f := range parts {
-			if f == nil {
-				return "", errors.New("httplimit: JoinKeys: a key function is nil")
-			}
 			k, err := f(r)
 			if err != nil {
 				return "", err

@@ -379,8 +379,8 @@ func TestJoinKeys(t *testing.T) {
 	boom := errors.New("boom")
 	_, err = httplimit.JoinKeys(constant("a"), func(*http.Request) (string, error) { return "", boom })(r)
 	require.ErrorIs(t, err, boom)
-	_, err = httplimit.JoinKeys(constant("a"), nil)(r)
-	require.ErrorContains(t, err, "nil")
+	require.PanicsWithValue(t, "httplimit: JoinKeys: key function 1 is nil", func() { httplimit.JoinKeys(constant("a"), nil) },
+		"a nil part is reported where the key function is built, not per request")
 }
 
 // Hops with a malformed port are not addresses: the walk fails.
