@@ -18,20 +18,20 @@ PKGS        := ./...
 test: lint unit outside race386 redis fuzz-short
 
 lint:
-	@echo "== gofmt"; out="$$(gofmt -l . )"; if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
-	@echo "== go vet"; go vet $(PKGS)
-	@echo "== staticcheck"; go run $(STATICCHECK) $(PKGS)
-	@if [ -f bench/go.mod ]; then echo "== bench module: vet + staticcheck"; cd bench && go vet ./... && go run $(STATICCHECK) ./...; fi
-	@echo "== redis module: vet + staticcheck"; cd redis && go vet ./... && go run $(STATICCHECK) ./...
+	@echo "== gofmt ($$(date -u +%T))"; out="$$(gofmt -l . )"; if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	@echo "== go vet ($$(date -u +%T))"; go vet $(PKGS)
+	@echo "== staticcheck ($$(date -u +%T))"; go run $(STATICCHECK) $(PKGS)
+	@if [ -f bench/go.mod ]; then echo "== bench module: vet + staticcheck ($$(date -u +%T))"; cd bench && go vet ./... && go run $(STATICCHECK) ./...; fi
+	@echo "== redis module: vet + staticcheck ($$(date -u +%T))"; cd redis && go vet ./... && go run $(STATICCHECK) ./...
 
 unit:
-	@echo "== go test -race -shuffle=on"
+	@echo "== go test -race -shuffle=on ($$(date -u +%T))"
 	go test -race -shuffle=on -count=1 $(PKGS)
-	@echo "== allocation checks without -race (the race detector makes allocation counts meaningless)"
+	@echo "== allocation checks without -race (the race detector makes allocation counts meaningless) ($$(date -u +%T))"
 	go test -count=1 -run 'Alloc|^TestConformance' $(PKGS)
-	@echo "== hook tests: races a few loads wide, made to happen every time (build tag slidelimit_hooks)"
+	@echo "== hook tests: races a few loads wide, made to happen every time (build tag slidelimit_hooks) ($$(date -u +%T))"
 	go test -race -tags slidelimit_hooks -count=1 -run '^TestHook' ./internal/slidelog ./multi
-	@if [ -f bench/go.mod ]; then echo "== bench module tests (race, one iteration of each benchmark)"; \
+	@if [ -f bench/go.mod ]; then echo "== bench module tests (race, one iteration of each benchmark) ($$(date -u +%T))"; \
 		cd bench && go test -race -count=1 -run . -bench . -benchtime=1x ./...; fi
 
 # The 32-bit step always vets and compiles every package and test binary for
@@ -43,20 +43,20 @@ unit:
 # must not slip through, so they run several times at 2 and 8 Ps.
 OUTSIDECOUNT ?= 5
 outside:
-	@echo "== outside-view concurrency tests: -race -count $(OUTSIDECOUNT) -cpu 2,8"
+	@echo "== outside-view concurrency tests: -race -count $(OUTSIDECOUNT) -cpu 2,8 ($$(date -u +%T))"
 	go test -race -run '^TestOutside' -count=$(OUTSIDECOUNT) -cpu=2,8 $(PKGS)
 
 race386:
-	@echo "== GOARCH=386: go vet and compile every test binary"
+	@echo "== GOARCH=386: go vet and compile every test binary ($$(date -u +%T))"
 	GOARCH=386 go vet $(PKGS)
 	@tmp="$$(mktemp -d)"; trap 'rm -rf "$$tmp"' EXIT; \
 	GOARCH=386 go test -c -o "$$tmp/" $(PKGS) || exit 1; \
 	printf 'package main\n\nfunc main() {}\n' > "$$tmp/probe.go"; \
 	GOARCH=386 go build -o "$$tmp/probe386" "$$tmp/probe.go" || exit 1; \
 	if why="$$("$$tmp/probe386" 2>&1)"; then \
-		echo "== GOARCH=386: go test"; GOARCH=386 go test -count=1 $(PKGS); \
+		echo "== GOARCH=386: go test ($$(date -u +%T))"; GOARCH=386 go test -count=1 $(PKGS); \
 	else \
-		echo "== GOARCH=386: tests compiled but NOT RUN: this kernel cannot execute 32-bit binaries ($$(echo $$why | head -c 200))"; \
+		echo "== GOARCH=386: tests compiled but NOT RUN: this kernel cannot execute 32-bit binaries ($$(echo $$why | head -c 200)) ($$(date -u +%T))"; \
 	fi
 
 # The Redis tests start their own redis-server processes (standalone and a
@@ -64,14 +64,14 @@ race386:
 # with CI=true a test that cannot find it fails instead of skipping.
 redis-server:
 	@if ! command -v redis-server >/dev/null 2>&1 || ! command -v redis-cli >/dev/null 2>&1; then \
-		echo "== installing redis-server and redis-tools with apt-get (needed by the redis module's tests)"; \
+		echo "== installing redis-server and redis-tools with apt-get (needed by the redis module's tests) ($$(date -u +%T))"; \
 		if [ "$$(id -u)" != 0 ]; then echo "not root: install redis-server and redis-tools yourself"; exit 1; fi; \
 		DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server redis-tools >/dev/null || exit 1; \
-	fi; echo "== $$(redis-server --version | cut -d' ' -f1-3)"
+	fi; echo "== $$(redis-server --version | cut -d' ' -f1-3) ($$(date -u +%T))"
 
 redis: redis-server
-	@echo "== redis module: go test -race against real servers"
+	@echo "== redis module: go test -race against real servers ($$(date -u +%T))"
 	cd redis && go test -race -shuffle=on -count=1 ./...
 
 # Every Fuzz target of this module (fuzz/ and any package with its own, such as
@@ -81,7 +81,7 @@ FUZZPKGS = $$(grep -rl --include='*_test.go' '^func Fuzz' . | grep -v -e '^./ben
 fuzz-short:
 	@for p in $(FUZZPKGS); do \
 		for t in $$(go test -list '^Fuzz' $$p | grep '^Fuzz'); do \
-			echo "== fuzz $$p $$t ($(FUZZEXECS) executions)"; \
+			echo "== fuzz $$p $$t ($(FUZZEXECS) executions) ($$(date -u +%T))"; \
 			go test -run='^$$' -fuzz="^$$t$$" -fuzztime=$(FUZZEXECS)x -fuzzminimizetime=200x $$p || exit 1; \
 		done; \
 	done
