@@ -123,3 +123,73 @@ func TestHookAllowLoserSlot(t *testing.T) {
 			"(5 of 5), which no head named", states)
 	}
 }
+
+// TestHookGrownSlotHead makes the case where a caller grows the table
+// happen every time, and checks that the slot it gets is its own until it is
+// superseded. One rule, limit 100, one instant; the hook stops callers at
+// hookAllowRule, after the rule's words are read. A call G1 is stopped on its
+// first round while a call X is admitted, so that G1 loses the head's
+// compare-and-swap and decides again holding a scratch slot. Stopped there,
+// a call G2 is stopped on its first round while a call Y is admitted: with
+// one slot G1's scratch and the other the head, Y grows the table and
+// installs its snapshot in the first new slot. G2 then loses to Y and
+// decides again holding a scratch slot too, and stopped there a call Z is
+// admitted: the old slots are taken, the head's slot is the first new one,
+// and Z must take another. (G2 and G1 then lose to Z and decide a third
+// time.) Every call is admitted, five units in all, and the limiter then
+// answers 95 at once. Had Y's slot been handed out without
+// its owned mark, Z would take the head's own slot as scratch and overwrite
+// it: readers would wait for a snapshot that never comes, or read Z's and
+// not Y's.
+func TestHookGrownSlotHead(t *testing.T) {
+	a, err := NewApprox(Rule{Limit: 100, Window: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := a.base.Time(1000)
+	admitted := map[string]bool{}
+	allow := func(name string) {
+		admitted[name] = a.AllowN(now, 1)
+	}
+	fired := 0
+	hookFn = func(point int) {
+		if point != hookAllowRule {
+			return
+		}
+		fired++
+		switch fired {
+		case 1: // G1, first round
+			allow("X") // fires 2
+		case 3: // G1, second round, holding a scratch slot
+			allow("G2") // fires 4 to 6
+		case 4: // G2, first round
+			allow("Y") // fires 5: grows the table
+		case 6: // G2, second round, holding a scratch slot
+			allow("Z") // fires 7
+		}
+	}
+	done := make(chan int)
+	go func() {
+		defer func() { hookFn = nil }()
+		allow("G1")
+		hookFn = nil
+		done <- a.TokensAt(now)
+	}()
+	select {
+	case tokens := <-done:
+		if fired < 7 || Slots(a) <= 2 {
+			t.Fatalf("the hook fired %d times and the table holds %d slots, want at least 7 and more than 2: "+
+				"the case tests nothing", fired, Slots(a))
+		}
+		for _, name := range []string{"G1", "X", "G2", "Y", "Z"} {
+			if !admitted[name] {
+				t.Errorf("%s refused, with at most 5 of 100 taken", name)
+			}
+		}
+		if tokens != 95 {
+			t.Errorf("TokensAt = %d after 5 admissions of 1 with limit 100, want 95", tokens)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no answer after 5 s: the head names a slot whose tag is not its own")
+	}
+}
