@@ -20,7 +20,7 @@ type MutexLog struct {
 	window int64
 
 	mu     sync.Mutex
-	latest int64   // guarded by mu
+	latest int64   // guarded by mu: the latest admitted instant
 	head   int     // guarded by mu: index of the oldest stamp
 	stamps []int64 // guarded by mu
 }
@@ -50,12 +50,14 @@ func (l *MutexLog) allowAt(now int64, n int) bool {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	// An instant before the latest admission is decided and stamped at that
+	// admission's instant; a refusal moves nothing.
 	now = max(now, l.latest)
-	l.latest = now
 	size := len(l.stamps)
 	if l.stamps[(l.head+n-1)%size] > now-l.window {
 		return false
 	}
+	l.latest = now
 	for range n {
 		l.stamps[l.head] = now
 		l.head++
