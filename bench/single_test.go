@@ -19,36 +19,44 @@ func BenchmarkOne(b *testing.B) {
 					continue
 				}
 				b.Run("mode="+mode+"/path="+path+"/impl="+im.name, func(b *testing.B) {
-					l, err := fixture(im, path)
-					if err != nil {
-						b.Fatal(err)
-					}
-					b.ReportAllocs()
-					var admitted atomic.Int64
-					if mode == "serial" {
-						var n int64
-						for b.Loop() {
-							if l.Allow() {
-								n++
-							}
-						}
-						admitted.Add(n)
-					} else {
-						b.RunParallel(func(pb *testing.PB) {
-							var n int64
-							for pb.Next() {
-								if l.Allow() {
-									n++
-								}
-							}
-							admitted.Add(n)
-						})
-					}
-					checkPath(b, im.name, path, admitted.Load())
+					benchOne(b, im, mode, path)
 				})
 			}
 		}
 	}
+}
+
+// benchOne measures im on path, on one goroutine (serial) or with every P
+// calling one shared limiter (parallel). The fixture is built and checked
+// before the timer starts.
+func benchOne(b *testing.B, im impl, mode, path string) {
+	l, err := fixture(im, path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	var admitted atomic.Int64
+	if mode == "serial" {
+		var n int64
+		for b.Loop() {
+			if l.Allow() {
+				n++
+			}
+		}
+		admitted.Add(n)
+	} else {
+		b.ResetTimer()
+		b.RunParallel(func(pb *testing.PB) {
+			var n int64
+			for pb.Next() {
+				if l.Allow() {
+					n++
+				}
+			}
+			admitted.Add(n)
+		})
+	}
+	checkPath(b, im.name, path, admitted.Load())
 }
 
 func checkPath(b *testing.B, name, path string, admitted int64) {
