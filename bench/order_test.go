@@ -2,6 +2,7 @@ package bench
 
 import (
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"unsafe"
@@ -139,5 +140,47 @@ func TestSequencesHoldEveryStoresKeys(t *testing.T) {
 				require.Equal(t, len(seq), shared, "%s, %s: sequence strings that are the store's own", im.Name, order)
 			}
 		}
+	}
+}
+
+// TestZipfOrderIsZipfOverEveryKey checks the Zipf order beyond its hottest
+// key: the exponent is the s = 1.1 the reports name; the second-hottest key
+// comes up 2^-1.1 times as often as the hottest (rank k with weight
+// (1+k)^-s); the number of distinct keys drawn is what Zipf over all n ranks
+// gives (a sampler over fewer ranks draws fewer); and the hottest keys lie
+// all over the key space, not in the part created first.
+func TestZipfOrderIsZipfOverEveryKey(t *testing.T) {
+	require.Equal(t, 1.1, stores.ZipfS, "the reports label the Zipf order s = 1.1")
+	const n, length = 10_000, 200_000
+	zipf, err := stores.Sequence("zipf", n, length)
+	require.NoError(t, err)
+	counts := make([]int, n)
+	for _, k := range zipf {
+		counts[k]++
+	}
+	byCount := make([]int, n)
+	for i := range byCount {
+		byCount[i] = i
+	}
+	slices.SortFunc(byCount, func(a, b int) int { return counts[b] - counts[a] })
+	ratio := float64(counts[byCount[1]]) / float64(counts[byCount[0]])
+	require.InDelta(t, math.Pow(2, -stores.ZipfS), ratio, 0.03, "second-hottest over hottest key")
+
+	var h float64
+	for k := 1; k <= n; k++ {
+		h += math.Pow(float64(k), -stores.ZipfS)
+	}
+	var want float64 // expected distinct keys: sum over ranks of 1-(1-p)^length
+	for k := 1; k <= n; k++ {
+		want += 1 - math.Pow(1-math.Pow(float64(k), -stores.ZipfS)/h, length)
+	}
+	require.InDelta(t, want, float64(stores.Distinct(zipf)), 0.02*want, "distinct keys drawn")
+
+	var quarters [4]int
+	for _, k := range byCount[:200] {
+		quarters[4*k/n]++
+	}
+	for q, c := range quarters {
+		require.True(t, c >= 25 && c <= 75, "the 200 hottest keys: %d in quarter %d of the key space (%v), want about 50", c, q, quarters)
 	}
 }
