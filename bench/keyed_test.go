@@ -213,7 +213,7 @@ func benchKeyed(b *testing.B, im stores.Impl, n int, order, path string) {
 	var admitted, next atomic.Int64
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
-		i := int(next.Add(1)-1) * (len(seq) / procs) % len(seq)
+		i := stores.Start(int(next.Add(1)-1), procs, len(seq))
 		var a int64
 		for pb.Next() {
 			if f.store.Allow(seq[i]) {

@@ -184,3 +184,19 @@ func TestZipfOrderIsZipfOverEveryKey(t *testing.T) {
 		require.True(t, c >= 25 && c <= 75, "the 200 hottest keys: %d in quarter %d of the key space (%v), want about 50", c, q, quarters)
 	}
 }
+
+// TestWorkersStartApart: the workers of a keyed benchmark begin evenly
+// spaced in the key sequence, each at its own place.
+func TestWorkersStartApart(t *testing.T) {
+	const length = 1 << 16
+	for _, workers := range []int{1, 2, 3, 8} {
+		seen := map[int]bool{}
+		for w := range workers {
+			at := stores.Start(w, workers, length)
+			require.Equal(t, w*(length/workers), at, "worker %d of %d", w, workers)
+			seen[at] = true
+		}
+		require.Len(t, seen, workers)
+		require.Equal(t, 0, stores.Start(workers, workers, length), "worker %d of %d wraps around", workers, workers)
+	}
+}

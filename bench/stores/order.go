@@ -78,3 +78,11 @@ func Distinct(seq []int32) int {
 	}
 	return len(seen)
 }
+
+// Start is where worker w of workers begins in a pregenerated sequence of
+// length draws: the workers start evenly spaced, so that no two of them
+// call the same keys at the same moment (which would measure contention on
+// one key, not the order). Worker indices past workers wrap around.
+func Start(w, workers, length int) int {
+	return w % workers * (length / workers)
+}

@@ -105,7 +105,7 @@ func keyedContenders(n int) []contender {
 				s = st
 			}
 			return func(w int) func() bool {
-				i := w * (len(seq) / g)
+				i := stores.Start(w, g, len(seq))
 				return func() bool {
 					ok := s.Allow(seq[i])
 					if i++; i == len(seq) {
