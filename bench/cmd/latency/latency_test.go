@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
@@ -74,4 +75,25 @@ func TestRunOpenCountsTheBacklog(t *testing.T) {
 	for i := 50; i < calls; i++ {
 		require.GreaterOrEqual(t, w0[i], int64(stall)/2, "call %d, scheduled during the stall", i)
 	}
+}
+
+// TestRunStatsSummarizeRuns: each run's latencies are sorted before their
+// percentiles are read; each percentile and the wall time per call (over
+// every goroutine's calls) is the median over the runs, max the largest of
+// all, and admitted the fraction of every call.
+func TestRunStatsSummarizeRuns(t *testing.T) {
+	var a runStats
+	r := rand.New(rand.NewPCG(1, 2))
+	for i, wall := range []int64{1000, 3000, 2000} {
+		lat := make([]int64, 1000) // 1..1000, shifted by 1000 per run, shuffled
+		for j := range lat {
+			lat[j] = int64(1000*i + j + 1)
+		}
+		r.Shuffle(len(lat), func(x, y int) { lat[x], lat[y] = lat[y], lat[x] })
+		a.add(lat, wall, 2, 250, 400) // 2 goroutines of 250 calls, 400 admitted
+	}
+	got := a.result(contender{name: "ring", kind: "single"}, 2, 0, 0)
+	want := Result{Impl: "ring", Kind: "single", Goroutines: 2, Runs: 3, Samples: 3000,
+		WallNs: 4, P50: 1501, P90: 1901, P99: 1991, P999: 2000, Max: 3000, Admitted: 0.8}
+	require.Equal(t, want, got)
 }

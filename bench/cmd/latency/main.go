@@ -223,13 +223,7 @@ func ints(s string) ([]int, error) {
 func measureAll(cs []contender, g, load, total, every, runs int, period time.Duration) ([]Result, error) {
 	old := runtime.GOMAXPROCS(g)
 	defer runtime.GOMAXPROCS(old)
-	type acc struct {
-		wall, p50, p90, p99, p999 []float64
-		max                       float64
-		samples                   int
-		admitted, calls           int64
-	}
-	accs := make([]acc, len(cs))
+	accs := make([]runStats, len(cs))
 	for range runs {
 		for i, c := range cs {
 			call, err := c.setup(g)
@@ -244,31 +238,52 @@ func measureAll(cs []contender, g, load, total, every, runs int, period time.Dur
 			} else {
 				lat, wall, admitted = runOnce(call, g, total/g, every)
 			}
-			slices.Sort(lat)
-			a := &accs[i]
-			a.wall = append(a.wall, float64(wall)/float64(g*(total/g)))
-			a.p50 = append(a.p50, pct(lat, 0.5))
-			a.p90 = append(a.p90, pct(lat, 0.9))
-			a.p99 = append(a.p99, pct(lat, 0.99))
-			a.p999 = append(a.p999, pct(lat, 0.999))
-			a.max = max(a.max, float64(lat[len(lat)-1]))
-			a.samples += len(lat)
-			a.admitted += admitted
-			a.calls += int64(g * (total / g))
+			accs[i].add(lat, wall, g, total/g, admitted)
 		}
 	}
 	var out []Result
 	for i, c := range cs {
-		a := accs[i]
-		r := Result{Impl: c.name, Kind: c.kind, Goroutines: g, Load: load, Runs: runs, Samples: a.samples,
-			WallNs: median(a.wall), P50: median(a.p50), P90: median(a.p90), P99: median(a.p99), P999: median(a.p999),
-			Max: a.max, Admitted: float64(a.admitted) / float64(a.calls), PeriodNs: int64(period)}
+		r := accs[i].result(c, g, load, period)
 		if c.kind == "single" && c.name != "none" && r.Admitted < 0.9 {
 			return nil, fmt.Errorf("%s: admitted only %.1f%% of the calls on the admit path", c.name, 100*r.Admitted)
 		}
 		out = append(out, r)
 	}
 	return out, nil
+}
+
+// runStats gathers one contender's runs.
+type runStats struct {
+	wall, p50, p90, p99, p999 []float64
+	max                       float64
+	samples                   int
+	admitted, calls           int64
+}
+
+// add records one run of g goroutines making perWorker calls each: its
+// latencies (sorted here), its wall time and the calls admitted.
+func (a *runStats) add(lat []int64, wall int64, g, perWorker int, admitted int64) {
+	slices.Sort(lat)
+	calls := g * perWorker
+	a.wall = append(a.wall, float64(wall)/float64(calls))
+	a.p50 = append(a.p50, pct(lat, 0.5))
+	a.p90 = append(a.p90, pct(lat, 0.9))
+	a.p99 = append(a.p99, pct(lat, 0.99))
+	a.p999 = append(a.p999, pct(lat, 0.999))
+	if len(lat) > 0 {
+		a.max = max(a.max, float64(lat[len(lat)-1]))
+	}
+	a.samples += len(lat)
+	a.admitted += admitted
+	a.calls += int64(calls)
+}
+
+// result is c's Result over the runs added: each percentile and the wall
+// time per call the median over the runs, max the largest of all.
+func (a *runStats) result(c contender, g, load int, period time.Duration) Result {
+	return Result{Impl: c.name, Kind: c.kind, Goroutines: g, Load: load, Runs: len(a.wall), Samples: a.samples,
+		WallNs: median(a.wall), P50: median(a.p50), P90: median(a.p90), P99: median(a.p99), P999: median(a.p999),
+		Max: a.max, Admitted: float64(a.admitted) / float64(a.calls), PeriodNs: int64(period)}
 }
 
 // runOnce starts g goroutines that each make calls calls, timing every
