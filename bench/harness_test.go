@@ -2,7 +2,11 @@ package bench
 
 import (
 	"flag"
+	"os"
+	"os/exec"
+	"regexp"
 	"runtime"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -62,4 +66,41 @@ func TestBenchKeyedReportsAdmitsPerCall(t *testing.T) {
 	require.Equal(t, 100, r.N)
 	require.Equal(t, 1.0, r.Extra["admits/op"])
 	require.Equal(t, int64(1000+1+100), calls.Load(), "one fill call per key, then the probe's call and the 100 measured")
+}
+
+// TestCompareStripsRoundSuffixes runs compare.sh's own sed expression on
+// lines of the rounds it runs in one process: the "#NN" that go test adds to
+// a repeated name goes, the -cpu suffix stays, and every round of a
+// benchmark then has one name, so that the report and benchstat pool the
+// rounds instead of taking the first alone.
+func TestCompareStripsRoundSuffixes(t *testing.T) {
+	src, err := os.ReadFile("compare.sh")
+	require.NoError(t, err)
+	m := regexp.MustCompile(`sed -E '([^']*)'`).FindSubmatch(src)
+	require.NotNil(t, m, "compare.sh has no sed -E '...' for the rounds")
+	if _, err := exec.LookPath("sed"); err != nil {
+		t.Skip("no sed")
+	}
+	in := "BenchmarkKeyed/keys=1000/order=random/path=mixed/impl=sethvargo-2     \t 100\t 50.0 ns/op\n" +
+		"BenchmarkKeyed/keys=1000/order=random/path=mixed/impl=sethvargo#01-2  \t 100\t 51.0 ns/op\n" +
+		"BenchmarkKeyed/keys=1000/order=random/path=mixed/impl=sethvargo#12    \t 100\t 52.0 ns/op\n" +
+		"BenchmarkKeyed/keys=1000/order=random-copies/path=mixed/impl=keyed-ring#03-2\t 100\t 53.0 ns/op\n"
+	cmd := exec.Command("sed", "-E", string(m[1]))
+	cmd.Stdin = strings.NewReader(in)
+	out, err := cmd.Output()
+	require.NoError(t, err)
+	want := "BenchmarkKeyed/keys=1000/order=random/path=mixed/impl=sethvargo-2     \t 100\t 50.0 ns/op\n" +
+		"BenchmarkKeyed/keys=1000/order=random/path=mixed/impl=sethvargo-2  \t 100\t 51.0 ns/op\n" +
+		"BenchmarkKeyed/keys=1000/order=random/path=mixed/impl=sethvargo    \t 100\t 52.0 ns/op\n" +
+		"BenchmarkKeyed/keys=1000/order=random-copies/path=mixed/impl=keyed-ring-2\t 100\t 53.0 ns/op\n"
+	require.Equal(t, want, string(out))
+}
+
+// TestSeqLen: the keyed sequences hold 16 draws per key, at least 2^16 and
+// at most 2^21, so that at 100k keys and more they are far larger than any
+// cache.
+func TestSeqLen(t *testing.T) {
+	for n, want := range map[int]int{1: 1 << 16, 1000: 1 << 16, 100_000: 1_600_000, 1_000_000: 1 << 21} {
+		require.Equal(t, want, seqLen(n), "%d keys", n)
+	}
 }
