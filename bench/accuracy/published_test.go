@@ -58,7 +58,6 @@ func TestReplayReproducesPublishedFigures(t *testing.T) {
 	}{
 		{"slidelimit window", 661, 24282, 0, 0},
 		{"RussellLuo/slidingwindow", 3278, 2601, 7101, 0},
-		{"go-chi/httprate", 2664, 4259, 6156, 0},
 	}
 	for _, c := range totals {
 		var lo, lu, fo, fu int

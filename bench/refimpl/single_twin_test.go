@@ -20,7 +20,7 @@ import (
 // at the latest admission" (ring's rule) from "decided at the latest call".
 func TestSingleTwinsDecideAsRingAndWindow(t *testing.T) {
 	const limit, w = 6, 100 * time.Millisecond
-	for seed := range uint64(20) {
+	for seed := range uint64(10) {
 		rg, err := ring.New(limit, w)
 		require.NoError(t, err)
 		win, err := window.New(limit, w)
