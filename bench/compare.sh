@@ -90,14 +90,26 @@ go build -o "$out/latency" ./cmd/latency
 step "accuracy: every workload replayed through every limiter that takes an instant (a few seconds)"
 BENCH_ACCURACY_OUT=$PWD/$out/accuracy.json go test -count=1 -run '^TestAccuracy$' ./accuracy/ >&2
 
-b() { locked "$out/bench.test" -test.run '^$' -test.benchmem -test.count "$count" -test.benchtime "$benchtime" "$@" | tee -a "$bench" | grep -E '^Benchmark' >&2 || true; }
+# A benchmark run that fails (a fixture check, a panic) does not stop the
+# others: it is recorded in failed, its output stays in bench.txt, and the
+# script exits 1 after the report, naming it. (show prints the result lines;
+# finding none is not a failure.)
+failed=()
+show() { grep -E '^Benchmark' >&2 || true; }
+b() {
+	if ! locked "$out/bench.test" -test.run '^$' -test.benchmem -test.count "$count" -test.benchtime "$benchtime" "$@" | tee -a "$bench" | show; then
+		failed+=("bench.test $*")
+	fi
+}
 # The keyed stores at 1k and 100k keys share a process: BENCH_ROUNDS
 # repeats the whole set instead of -count repeating each benchmark back to
 # back, so a change in the machine's load falls on every store alike; the
 # repeats' "#NN" name suffixes are stripped so that benchstat pools them.
 rounds() {
-	BENCH_ROUNDS=$count locked "$out/bench.test" -test.run '^$' -test.benchmem -test.count 1 -test.benchtime "$benchtime" "$@" |
-		sed -E 's/#[0-9]+(-[0-9]+)?([[:space:]])/\1\2/' | tee -a "$bench" | grep -E '^Benchmark' >&2 || true
+	if ! BENCH_ROUNDS=$count locked "$out/bench.test" -test.run '^$' -test.benchmem -test.count 1 -test.benchtime "$benchtime" "$@" |
+		sed -E 's/#[0-9]+(-[0-9]+)?([[:space:]])/\1\2/' | tee -a "$bench" | show; then
+		failed+=("bench.test (rounds) $*")
+	fi
 }
 
 step "speed: one limiter, one goroutine (-cpu 1)"
@@ -124,8 +136,10 @@ http_impls=(slidelimit slidelimit-nofields httprate sethvargo throttled tollboot
 for ((i = 0; i < count; i++)); do
 	for ((j = 0; j < ${#http_impls[@]}; j++)); do
 		im=${http_impls[(i + j) % ${#http_impls[@]}]}
-		BENCH_FULL=1 locked "$out/bench.test" -test.run '^$' -test.benchmem -test.count 1 -test.benchtime "$http_benchtime" \
-			-test.cpu 2 -test.bench "^BenchmarkHTTP\$/^path=(admit|refuse)\$/^keys=[0-9]+\$/^impl=$im\$" | tee -a "$bench" | grep -E '^Benchmark' >&2 || true
+		if ! BENCH_FULL=1 locked "$out/bench.test" -test.run '^$' -test.benchmem -test.count 1 -test.benchtime "$http_benchtime" \
+			-test.cpu 2 -test.bench "^BenchmarkHTTP\$/^path=(admit|refuse)\$/^keys=[0-9]+\$/^impl=$im\$" | tee -a "$bench" | show; then
+			failed+=("bench.test BenchmarkHTTP impl=$im")
+		fi
 	done
 done
 
@@ -139,7 +153,7 @@ if command -v redis-server >/dev/null 2>&1; then
 	r_runs=1 r_accw=edge-burst-flood,idle-then-flood,weighted-3x
 	[[ $mode == full ]] && r_runs=3 r_accw=
 	raw=$PWD/$out/redis.txt # the runs, for the report's plot
-	(cd ../redis && RUNS=$r_runs BENCHTIME=5000x RAW="$raw" ACCURACY=1 REDIS_ACCURACY_WORKLOADS=$r_accw locked ./bench.sh) >"$out/redis.md" || echo "redis: bench.sh failed" >&2
+	(cd ../redis && RUNS=$r_runs BENCHTIME=5000x RAW="$raw" ACCURACY=1 REDIS_ACCURACY_WORKLOADS=$r_accw locked ./bench.sh) >"$out/redis.md" || { echo "redis: bench.sh failed" >&2; failed+=("redis/bench.sh"); }
 	[[ -f $raw ]] || : >"$raw"
 else
 	echo "redis-server not found: skipped (make redis-server installs it)" | tee "$out/redis.md" >&2
@@ -180,6 +194,11 @@ step "report"
 "$out/report" -accuracy "$out/accuracy.json" -bench "$bench" -mem "$mem" -latency "$out/latency.md" \
 	-redis "$out/redis.md" -redis-raw "$out/redis.txt" -img "$img" -out "$out/report.md" -dir "bench/$out"
 step "done in $((SECONDS - start)) s: full report bench/$out/report.md, benchstat tables bench/$out/benchstat.txt, plots bench/$img/"
+if ((${#failed[@]})); then
+	echo "compare.sh: ${#failed[@]} benchmark run(s) FAILED; the report lacks their figures (their output is in bench/$bench):" >&2
+	printf '  %s\n' "${failed[@]}" >&2
+	exit 1
+fi
 if [[ $mode == full ]]; then
 	echo "To refresh the plots in docs/img/ from this run: bench/compare.sh -publish" >&2
 fi
