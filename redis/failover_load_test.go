@@ -312,6 +312,52 @@ func checkFailover(t *testing.T, fl *failoverLimiter, failed []bool, tm failover
 	t.Logf("%s: %d calls, sources %v", fl.name, len(fl.calls), bySrc)
 }
 
+// checkUnseen checks, with the hour's rule, what the new master holds of
+// each key whose master failed, read through fl's limiter after the load:
+// at least what the replica held plus the cost Redis admitted to calls begun
+// after the kill (the new master's), and at most that plus the cost Redis
+// admitted to calls begun before the kill and answered after it (either
+// master's) and the cost of the calls the policy answered, whose scripts may
+// have been applied all the same (sent, or still queued, when their callers
+// gave up). It returns, over the keys, what the new master holds beyond
+// every admission a caller saw: cost applied for calls whose callers were
+// given the policy's answer.
+func checkUnseen(t *testing.T, fl *failoverLimiter, keys []string, failed []bool, tm failoverTimes) int64 {
+	t.Helper()
+	if fl.rule != failoverLong {
+		return 0
+	}
+	unseen := int64(0)
+	for k, key := range keys {
+		if !failed[k] {
+			continue
+		}
+		var sure, either, policy int64
+		for _, fc := range fl.calls {
+			switch {
+			case fc.key != k:
+			case fc.d.Source != redis.FromRedis:
+				policy += int64(fc.n)
+			case !fc.d.Allowed || !fc.end.After(tm.killed):
+			case fc.start.After(tm.killed):
+				sure += int64(fc.n)
+			default:
+				either += int64(fc.n)
+			}
+		}
+		d, err := fl.l.CheckN(t.Context(), key, time.Time{}, 0)
+		require.NoError(t, err, fl.name)
+		require.Equal(t, redis.FromRedis, d.Source, fl.name)
+		held, r := int64(fl.rule.Limit-d.Remaining[0]), fl.replicated[k]
+		require.GreaterOrEqual(t, held, r+sure,
+			"%s key %d: the new master holds %d, less than the replica's %d and the %d it admitted", fl.name, k, held, r, sure)
+		require.LessOrEqual(t, held, r+sure+either+policy,
+			"%s key %d: the new master holds %d: the replica's %d, %d admitted, %d perhaps, %d under the policy", fl.name, k, held, r, sure, either, policy)
+		unseen += max(held-r-sure-either, 0)
+	}
+	return unseen
+}
+
 // awaitPromotion reads, through rc, what replica holds of each limiter's
 // keys, requires that it was still a replica then (so that the reads are
 // the state the new master starts from), waits for its promotion, tells

@@ -37,6 +37,9 @@ import (
 //     cost Redis admitted for calls that began before the kill and R the
 //     cost the replica held (read from it before the promotion); so at most
 //     twice the limit ("Failure policy" in docs/redis.md);
+//   - with the hour's rule, the new master holds, on each key, what the
+//     replica held plus what it admitted to the callers, and at most the
+//     cost of the calls the policy answered besides (checkUnseen);
 //   - no goroutine is left once the clients are closed, and nothing panics.
 func TestSentinelFailoverUnderLoad(t *testing.T) {
 	base := runtime.NumGoroutine()
@@ -77,9 +80,14 @@ func TestSentinelFailoverUnderLoad(t *testing.T) {
 	time.Sleep(max(time.Until(tm.settled)+500*time.Millisecond, 400*time.Millisecond))
 	load.Stop()
 
+	t.Logf("first decision of the new master %v after the promotion",
+		load.resumed(tm.killed).Sub(tm.promote).Round(time.Millisecond))
+	unseen := int64(0)
 	for _, fl := range ls {
 		checkFailover(t, fl, failed, tm)
+		unseen += checkUnseen(t, fl, keys, failed, tm)
 	}
+	t.Logf("the new master holds %d for calls the policy answered", unseen)
 
 	// Each key lives on the new master, which decides it, and Sentinel
 	// names it.
