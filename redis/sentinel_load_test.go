@@ -41,13 +41,68 @@ import (
 //     replica held plus what it admitted to the callers, and at most the
 //     cost of the calls the policy answered besides (checkUnseen);
 //   - no goroutine is left once the clients are closed, and nothing panics.
+//
+// It runs on the failover client ("client") and on its deferred
+// autopipeliner (the failover client is a *goredis.Client, and NewGoRedis
+// takes what its AsyncAutoPipeline returns). The autopipeliner follows the
+// promotion with no option of its own: it sends its batches over the
+// failover client's pools, which the client empties when Sentinel names the
+// new master, and whose dialler asks Sentinel where the master is. With the
+// client's default options ("autopipeliner") it differs from the client in
+// two ways, checked here: while the master is down a decision does not fail
+// at its refused dial but waits for its timeout (the batch dials again on the
+// autopipeliner's own context, DialerRetries times, 100 ms apart), so the
+// policy answers late and rarely; and some of the decisions so abandoned are
+// still queued at the promotion and are applied on the new master, which
+// then holds cost that no caller saw admitted. With DialerRetries: 1
+// ("autopipeliner-dial-once") its decisions fail at once, as the client's do.
 func TestSentinelFailoverUnderLoad(t *testing.T) {
+	t.Run("client", func(t *testing.T) {
+		o := sentinelFailoverUnderLoad(t, goredis.FailoverOptions{}, false)
+		require.Less(t, o.late*10, o.policy, "the policy's answers that waited for the timeout")
+	})
+	t.Run("autopipeliner", func(t *testing.T) {
+		o := sentinelFailoverUnderLoad(t, goredis.FailoverOptions{}, true)
+		require.GreaterOrEqual(t, o.late*2, o.policy, "the policy's answers that waited for the timeout")
+		require.Positive(t, o.unseen, "cost applied on the new master for calls the policy answered")
+	})
+	t.Run("autopipeliner-dial-once", func(t *testing.T) {
+		o := sentinelFailoverUnderLoad(t, goredis.FailoverOptions{DialerRetries: 1}, true)
+		require.Less(t, o.late*10, o.policy, "the policy's answers that waited for the timeout")
+	})
+}
+
+// sentinelOutcome is what a run of sentinelFailoverUnderLoad saw beyond
+// its checks.
+type sentinelOutcome struct {
+	// policy counts the calls the policy answered, late those of them
+	// that took the whole timeout.
+	policy, late int
+	// unseen is the cost the new master holds, over the hour's rules and
+	// the keys, for calls the policy answered (checkUnseen).
+	unseen int64
+}
+
+// sentinelFailoverUnderLoad is TestSentinelFailoverUnderLoad on a failover
+// client with the options o (its master and Sentinel filled in), or on its
+// deferred autopipeliner if autopipeline is set.
+func sentinelFailoverUnderLoad(t *testing.T, o goredis.FailoverOptions, autopipeline bool) sentinelOutcome {
 	base := runtime.NumGoroutine()
 	primary, replica, sen := startSentinelPair(t)
 
-	gc := goredis.NewFailoverClient(&goredis.FailoverOptions{MasterName: "mymaster", SentinelAddrs: []string{sen.Addr()}, ContextTimeoutEnabled: true})
+	o.MasterName, o.SentinelAddrs, o.ContextTimeoutEnabled = "mymaster", []string{sen.Addr()}, true
+	gc := goredis.NewFailoverClient(&o)
 	defer func() { _ = gc.Close() }()
-	c, err := redis.NewGoRedis(gc)
+	var under goredis.UniversalClient = gc
+	var ap *goredis.AutoPipeliner
+	if autopipeline {
+		var err error
+		ap, err = gc.AsyncAutoPipeline()
+		require.NoError(t, err)
+		defer func() { _ = ap.Close() }()
+		under = ap
+	}
+	c, err := redis.NewGoRedis(under)
 	require.NoError(t, err)
 	// A client on the replica alone, to read what it holds.
 	rgc := goredis.NewClient(&goredis.Options{Addr: replica.Addr(), ContextTimeoutEnabled: true})
@@ -82,12 +137,21 @@ func TestSentinelFailoverUnderLoad(t *testing.T) {
 
 	t.Logf("first decision of the new master %v after the promotion",
 		load.resumed(tm.killed).Sub(tm.promote).Round(time.Millisecond))
-	unseen := int64(0)
+	var out sentinelOutcome
 	for _, fl := range ls {
 		checkFailover(t, fl, failed, tm)
-		unseen += checkUnseen(t, fl, keys, failed, tm)
+		out.unseen += checkUnseen(t, fl, keys, failed, tm)
+		for _, fc := range fl.calls {
+			if fc.d.Source != redis.FromRedis {
+				out.policy++
+				if fc.end.Sub(fc.start) >= timeout {
+					out.late++
+				}
+			}
+		}
 	}
-	t.Logf("the new master holds %d for calls the policy answered", unseen)
+	t.Logf("the policy answered %d calls, %d of them at the timeout; the new master holds %d for calls the policy answered",
+		out.policy, out.late, out.unseen)
 
 	// Each key lives on the new master, which decides it, and Sentinel
 	// names it.
@@ -96,8 +160,12 @@ func TestSentinelFailoverUnderLoad(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "127.0.0.1\n"+strconv.Itoa(replica.Port), addr)
 
+	if ap != nil {
+		require.NoError(t, ap.Close())
+	}
 	require.NoError(t, gc.Close())
 	require.NoError(t, rgc.Close())
 	require.Eventually(t, func() bool { return runtime.NumGoroutine() <= base+1 }, 5*time.Second, 20*time.Millisecond,
 		"goroutines: %d before, %d after closing the clients", base, runtime.NumGoroutine())
+	return out
 }
