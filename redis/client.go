@@ -41,8 +41,11 @@ var ErrNoScript = errors.New("redis: NOSCRIPT: the server does not have the scri
 // *goredis.AutoPipeliner that AsyncAutoPipeline returns, which lets
 // concurrent decisions share round trips: see docs/redis.md). It refuses the
 // blocking autopipeliner of AutoPipeline, whose calls outlive their
-// deadline. The client is shared, not owned: closing it is the caller's
-// business.
+// deadline. On the deferred one, a decision sent while its server is down
+// waits for its deadline (go-redis dials again, DialerRetries times) and may
+// still be applied once a server answers; a client with DialerRetries: 1
+// fails it at the refused dial instead. The client is shared, not owned:
+// closing it is the caller's business.
 //
 // Scripts are sent with the client's automatic retries turned off for each
 // call (the command says it must not be retried), whatever the client's
