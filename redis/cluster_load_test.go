@@ -43,6 +43,10 @@ import (
 //     100 ms rule, and within limit + (A_old - R) on each failed master's
 //     key for the hour's rule, R read from the replica after the failure
 //     and before its promotion;
+//   - with the hour's rule, the new master holds, on each failed master's
+//     key, what the replica held plus what it admitted to the callers, and
+//     at most the cost of the calls the policy answered besides
+//     (checkUnseen);
 //   - nothing panics, and no goroutine is left once the client is closed.
 func TestClusterFailoverUnderLoad(t *testing.T) {
 	base := runtime.NumGoroutine()
@@ -158,6 +162,9 @@ func clusterFailoverUnderLoad(t *testing.T, cl *redistest.Cluster, c redis.Clien
 	require.Less(t, tm.settled.Sub(tm.promote), resumeBound, "decisions resumed on the new master")
 	for _, fl := range ls {
 		checkFailover(t, fl, failed, tm)
+		if u := checkUnseen(t, fl, keys, failed, tm); u > 0 {
+			t.Logf("%s: the new master holds %d for calls the policy answered", fl.name, u)
+		}
 	}
 
 	// The failed master's keys live on the new master, which decides them.
